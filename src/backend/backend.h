@@ -1,0 +1,109 @@
+// Compute backends: where the network's forward, backward, optimizer and
+// sampling steps run. The CPU backend (backend/cpu) is the oracle; the CUDA
+// backend (backend/cuda) implements the same interface and is tested against it
+// op by op. The trainer and the generator only ever talk to these interfaces.
+//
+// Buffers handed across this interface are HOST memory unless stated otherwise;
+// a device backend copies what it needs (token ids in, logits/stats out) and
+// keeps parameters, gradients, optimizer state and activations resident.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/network.h"
+#include "util/status.h"
+
+namespace ds {
+
+// One training batch: B sequences of T steps.
+struct Batch {
+  int batch = 0;                // B
+  int steps = 0;                // T
+  std::vector<int32_t> inputs;  // [B, T] token ids
+  std::vector<int32_t> targets; // [B, T] next-token ids
+  std::vector<float> weights;   // [B, T] loss weight per position (1 = real, 0 = padding);
+                                // empty means all ones
+};
+
+// Sums over the batch (not means), so that epochs aggregate exactly.
+struct StepStats {
+  double loss_sum = 0;  // sum_t w_t * CE_t
+  double correct = 0;   // sum_t w_t * [argmax == target]
+  double count = 0;     // sum_t w_t
+};
+
+struct OptimizerConfig {
+  std::string name = "rmsprop";  // "rmsprop" (Keras semantics) or "adam"
+  float learning_rate = 0.01f;
+  float rho = 0.9f;       // RMSprop decay
+  float beta1 = 0.9f;     // Adam
+  float beta2 = 0.999f;   // Adam
+  float epsilon = 1e-7f;  // Keras default
+};
+
+// Per-example gradient clipping for DP-SGD (privacy/). When set on a training
+// step, each sequence b of the batch is one example: its whole gradient g_b
+// (over every parameter) is scaled by min(1, clip / ||g_b||) before summing.
+// grads() then holds sum_b clip(g_b) (NOT divided by B), and norms receives
+// ||g_b|| before clipping.
+struct PerExampleClip {
+  float l2_norm_clip = 1.0f;
+  std::vector<float>* norms = nullptr;  // out: [B]
+};
+
+// Training-side backend: owns parameters, gradients, optimizer state and
+// activation workspaces for one network.
+class TrainBackend {
+ public:
+  virtual ~TrainBackend() = default;
+  virtual std::string name() const = 0;  // "cpu", "cuda"
+  virtual const NetworkSpec& spec() const = 0;
+  virtual const ParamLayout& layout() const = 0;
+
+  virtual void SetParams(const float* host /*[layout.total]*/) = 0;
+  virtual void GetParams(float* host /*[layout.total]*/) const = 0;
+  virtual void GetGrads(float* host /*[layout.total]*/) const = 0;
+  virtual void SetGrads(const float* host /*[layout.total]*/) = 0;
+
+  // Forward (and backward when `train`) over one batch. With train = true,
+  // dropout is active (masks drawn from Philox(dropout_seed, ...)) and grads
+  // receive d(loss_sum / count)/d(params), or the clipped per-example sum when
+  // `clip` is set. With train = false, no dropout and grads are untouched.
+  virtual StepStats Step(const Batch& batch, bool train, uint64_t dropout_seed,
+                         const PerExampleClip* clip = nullptr) = 0;
+
+  // params -= update(grads) for the configured optimizer; `step` counts from 1.
+  virtual void ApplyOptimizer(const OptimizerConfig& opt, int64_t step) = 0;
+  // Optimizer state (for checkpoints / resume), host copy, any length.
+  virtual std::vector<float> GetOptimizerState() const = 0;
+  virtual Status SetOptimizerState(const std::vector<float>& state) = 0;
+};
+
+// Inference-side: `slots` independent sequences advanced one token at a time,
+// each with its own recurrent state. Parameters are read-only and may live in
+// a memory-mapped model file shared by worker processes.
+class InferBackend {
+ public:
+  virtual ~InferBackend() = default;
+  virtual const NetworkSpec& spec() const = 0;
+  virtual int slots() const = 0;
+  // Zeroes the recurrent state (h, c of every layer) of one slot.
+  virtual void ResetSlot(int slot) = 0;
+  // Advances the `n` slots listed in `slot_ids` by one token each and writes
+  // their logits: tokens [n], logits [n, V] (host). Slots not listed keep
+  // their state.
+  virtual void Step(const int* slot_ids, const int32_t* tokens, int n, float* logits) = 0;
+};
+
+enum class DeviceKind { kCpu, kCuda };
+
+Result<std::unique_ptr<TrainBackend>> MakeCpuTrainBackend(const NetworkSpec& spec, int max_batch,
+                                                          int max_steps);
+// `params` must outlive the backend ([layout.total] floats, 64-byte aligned).
+Result<std::unique_ptr<InferBackend>> MakeCpuInferBackend(const NetworkSpec& spec,
+                                                          const float* params, int slots);
+
+}  // namespace ds

@@ -1,0 +1,112 @@
+// Tokenizers turn records (a list of field values; a text line is a record of
+// one field) into token ids and back.
+//
+// Record encoding (the "annotated training text" of the reference):
+//   without column markers:  f0 <d> f1 <d> ... f{k-1} <n>
+//   with column markers:     <col0> f0 <col1> f1 ... <col{k-1}> f{k-1} <n>
+// <n> ends a record; <d> separates fields; <colK> starts field K (and so also
+// separates fields). Special tokens are never produced from field text: a field
+// may contain the delimiter character, newlines, quotes, "<d>" or anything
+// else, and it round-trips exactly.
+//
+// Every id has a kind and, for text tokens, the exact UTF-8 it contributes to
+// the current field (text(id)), so that generation can detokenize one token at
+// a time (RecordDecoder) and constrained decoding can test a candidate token's
+// text against what the current field may still become.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/status.h"
+
+namespace ds {
+
+enum class TokenKind : uint8_t {
+  kText,         // contributes text(id) to the current field
+  kEndOfRecord,  // <n>
+  kDelimiter,    // <d>
+  kColumn,       // <colK>: starts field K
+  kUnused,       // padding / unknown: never sampled
+};
+
+struct TokenizerConfig {
+  std::string type = "sentencepiece";  // "sentencepiece" or "char"
+  // SentencePiece options (ANCHOR.md section 2).
+  int vocab_size = 20000;  // soft limit: smaller data gives a smaller vocabulary
+  double character_coverage = 1.0;
+  int64_t pretrain_sentence_count = 1000000;
+  int max_line_len = 2048;
+  std::string sp_model_type = "unigram";  // "unigram" or "bpe"
+  // Column markers (<colK> before each field); needs num_columns > 0.
+  bool column_markers = false;
+  int num_columns = 0;
+  uint64_t seed = 0;
+};
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+
+  virtual std::string type() const = 0;  // "char" or "sentencepiece"
+  virtual int vocab_size() const = 0;
+  virtual TokenKind kind(int id) const = 0;
+  // Exact UTF-8 text a kText token adds to the field; empty for special tokens.
+  virtual const std::string& text(int id) const = 0;
+  // Field index of a kColumn token, else -1.
+  virtual int column(int id) const = 0;
+
+  virtual int end_id() const = 0;        // <n>
+  virtual int delimiter_id() const = 0;  // <d>, or -1 with column markers
+  virtual int column_id(int k) const = 0;  // <colK>, or -1 without markers
+  virtual bool column_markers() const = 0;
+  virtual int num_columns() const = 0;     // 0 without markers
+
+  // Appends the ids of one field's text (no special tokens). Errors name the
+  // offending character (e.g. a character the char tokenizer never saw).
+  virtual Status EncodeField(std::string_view field, std::vector<int32_t>* out) const = 0;
+
+  // Appends a whole record, ending with <n> (see the encoding above).
+  Status EncodeRecord(const std::vector<std::string>& fields, std::vector<int32_t>* out) const;
+  // Appends a record prefix for generation: the given complete fields, each
+  // followed by the separator that opens the next field (a start string
+  // "a,b," is fields {a, b}). No <n>.
+  Status EncodePrefix(const std::vector<std::string>& fields, std::vector<int32_t>* out) const;
+
+  // Writes the tokenizer's files into `dir` (tokenizer.json plus, for
+  // SentencePiece, tokenizer.model). Loading checks them (untrusted input).
+  virtual Status Save(const std::string& dir) const = 0;
+};
+
+// Trains a tokenizer on `records` (each a list of fields). `workdir` may be
+// used for temporary files.
+Result<std::unique_ptr<Tokenizer>> TrainTokenizer(const TokenizerConfig& config,
+                                                  const std::vector<std::vector<std::string>>& records);
+// Loads a tokenizer saved by Save(); every file is validated.
+Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& dir);
+
+// Incremental detokenizer: push sampled ids one at a time; fields grow in place
+// (no re-decoding of the whole line).
+class RecordDecoder {
+ public:
+  explicit RecordDecoder(const Tokenizer& tok) : tok_(&tok) { Reset(); }
+  void Reset();
+  // Returns true when `id` ended the record (<n>).
+  bool Push(int32_t id);
+  const std::vector<std::string>& fields() const { return fields_; }
+  // Characters (UTF-8 code points) of field text so far, for gen_chars.
+  size_t chars() const { return chars_; }
+  bool done() const { return done_; }
+
+ private:
+  const Tokenizer* tok_;
+  std::vector<std::string> fields_;
+  size_t chars_ = 0;
+  bool done_ = false;
+};
+
+}  // namespace ds
