@@ -1,0 +1,101 @@
+// Configuration: every key of the reference (ANCHOR.md section 2) with its
+// name and default, plus datasynth's own keys. One registry (Config::Keys())
+// drives JSON loading, command-line flags, `--help`, validation and
+// model_params.json, so a key cannot exist in one place and not the others.
+//
+// Precedence: defaults < JSON config file < command-line flags.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/status.h"
+
+namespace ds {
+
+struct Config {
+  // ---- training (reference names and defaults) ----
+  int epochs = 100;
+  bool early_stopping = true;
+  int early_stopping_patience = 5;
+  double early_stopping_min_delta = 0.001;
+  std::string best_model_metric = "val_loss";  // val_loss | loss | accuracy | val_accuracy
+  int batch_size = 64;
+  int buffer_size = 10000;
+  int seq_length = 100;
+  int embedding_dim = 256;
+  int rnn_units = 256;
+  double dropout_rate = 0.2;
+  double learning_rate = 0.01;
+  std::string rnn_initializer = "glorot_uniform";  // glorot_uniform | orthogonal
+  bool validation_split = true;
+  int64_t max_lines = 0;                  // 0 = all
+  double max_training_time_seconds = 0;   // 0 = no limit
+  bool overwrite = false;
+  bool save_all_checkpoints = false;
+  bool save_best_model = true;
+  // datasynth additions
+  int num_layers = 2;                     // LSTM layers
+  std::string optimizer = "rmsprop";      // rmsprop | adam
+  int64_t seed = 0;                       // 0 = random seed (recorded in model_params.json)
+  int threads = 0;                        // 0 = all cores
+
+  // ---- tokenizer ----
+  std::string tokenizer = "sentencepiece";  // sentencepiece | char
+  int vocab_size = 20000;
+  double character_coverage = 1.0;
+  int64_t pretrain_sentence_count = 1000000;
+  int max_line_len = 2048;
+  std::string sp_model_type = "unigram";  // unigram | bpe
+  std::string column_markers = "auto";    // auto | on | off (auto: on for delimited data)
+  std::string field_delimiter;            // "" = text lines; "," etc. = CSV with header
+  std::string field_delimiter_token = "<d>";
+
+  // ---- privacy ----
+  bool dp = false;
+  double dp_noise_multiplier = 0.1;
+  double dp_l2_norm_clip = 3.0;
+  int dp_microbatches = 1;
+  double dp_target_epsilon = 0;  // > 0: choose the noise multiplier to meet it
+  double dp_delta = 0;           // 0 = 1/n
+
+  // ---- generation ----
+  double gen_temp = 1.0;
+  int64_t gen_chars = 0;
+  int64_t gen_lines = 1000;
+  int predict_batch_size = 64;
+  bool reset_states = true;
+  int64_t max_invalid = 1000;
+
+  // ---- registry ----
+  enum class Type { kBool, kInt, kInt64, kDouble, kString };
+  enum class Group { kTraining, kTokenizer, kPrivacy, kGeneration };
+  struct Key {
+    std::string name;
+    Type type;
+    Group group;
+    std::string help;
+    std::function<void*(Config&)> field;
+    std::function<Status(const Config&)> check;  // range / enum validation
+  };
+  static const std::vector<Key>& Keys();
+
+  // Sets one key from text (flag value) or JSON value; errors name the key.
+  Status Set(const std::string& key, const std::string& value);
+  Status SetJson(const std::string& key, const nlohmann::json& value);
+  // Merges a JSON object: unknown keys and wrong types are errors naming the
+  // key (and `source`, the file name).
+  Status MergeJson(const nlohmann::json& obj, const std::string& source);
+  Status LoadFile(const std::string& path);
+  // Validates every key (ranges, enums, cross-key rules).
+  Status Validate() const;
+  nlohmann::json ToJson() const;
+  std::string ValueString(const Key& k) const;
+  static const Key* Find(const std::string& name);
+};
+
+}  // namespace ds

@@ -1,0 +1,136 @@
+#include "model/model_dir.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "util/fs.h"
+
+namespace ds {
+
+using Json = nlohmann::json;
+
+Json ModelMeta::ToJson() const {
+  Json j;
+  j["format_version"] = format_version;
+  j["datasynth_version"] = datasynth_version;
+  j["network"] = {{"vocab_size", spec.vocab_size},
+                  {"embedding_dim", spec.embedding_dim},
+                  {"rnn_units", spec.rnn_units},
+                  {"num_layers", spec.num_layers},
+                  {"dropout_rate", spec.dropout_rate}};
+  j["header"] = header;
+  j["delimiter"] = delimiter ? std::string(1, delimiter) : std::string();
+  j["input_path"] = input_path;
+  j["records"] = records;
+  j["tokens"] = tokens;
+  j["epochs_run"] = epochs_run;
+  j["best_epoch"] = best_epoch;
+  j["best_metric"] = best_metric;
+  j["train_seconds"] = train_seconds;
+  j["stop_reason"] = stop_reason;
+  j["device"] = device;
+  j["dp"] = dp;
+  if (dp) {
+    j["epsilon"] = epsilon;
+    j["delta"] = delta;
+    j["dp_unit"] = dp_unit;
+  }
+  j["weights_crc32"] = weights_crc;
+  return j;
+}
+
+Result<ModelMeta> ModelMeta::FromJson(const Json& j, const std::string& src) {
+  ModelMeta m;
+  try {
+    if (!j.is_object()) return DS_ERR(kCorrupt, "{}: 'datasynth' block is not an object", src);
+    m.format_version = j.at("format_version").get<int>();
+    if (m.format_version != kModelFormatVersion)
+      return DS_ERR(kCorrupt, "{}: model format version {} is not supported (this build reads {})",
+                    src, m.format_version, kModelFormatVersion);
+    m.datasynth_version = j.value("datasynth_version", "");
+    const Json& n = j.at("network");
+    m.spec.vocab_size = n.at("vocab_size").get<int>();
+    m.spec.embedding_dim = n.at("embedding_dim").get<int>();
+    m.spec.rnn_units = n.at("rnn_units").get<int>();
+    m.spec.num_layers = n.at("num_layers").get<int>();
+    m.spec.dropout_rate = n.at("dropout_rate").get<float>();
+    auto bad = [](int v, int hi) { return v < 1 || v > hi; };
+    if (bad(m.spec.vocab_size, 10000000) || bad(m.spec.embedding_dim, 65536) ||
+        bad(m.spec.rnn_units, 65536) || bad(m.spec.num_layers, 64))
+      return DS_ERR(kCorrupt, "{}: network shape out of range", src);
+    m.header = j.at("header").get<std::vector<std::string>>();
+    std::string d = j.at("delimiter").get<std::string>();
+    if (d.size() > 1) return DS_ERR(kCorrupt, "{}: bad delimiter", src);
+    m.delimiter = d.empty() ? 0 : d[0];
+    m.input_path = j.value("input_path", "");
+    m.records = j.value("records", int64_t(0));
+    m.tokens = j.value("tokens", int64_t(0));
+    m.epochs_run = j.value("epochs_run", 0);
+    m.best_epoch = j.value("best_epoch", 0);
+    m.best_metric = j.value("best_metric", 0.0);
+    m.train_seconds = j.value("train_seconds", 0.0);
+    m.stop_reason = j.value("stop_reason", "");
+    m.device = j.value("device", "cpu");
+    m.dp = j.value("dp", false);
+    if (m.dp) {
+      m.epsilon = j.at("epsilon").get<double>();
+      m.delta = j.at("delta").get<double>();
+      m.dp_unit = j.value("dp_unit", "");
+    }
+    m.weights_crc = j.at("weights_crc32").get<uint32_t>();
+  } catch (const Json::exception& e) {
+    return DS_ERR(kCorrupt, "{}: malformed model metadata: {}", src, e.what());
+  }
+  return m;
+}
+
+bool LooksLikeModel(const std::string& dir) { return PathExists(dir + "/model_params.json"); }
+
+Status WriteModelParams(const std::string& dir, const Config& config, const ModelMeta& meta) {
+  Json j = config.ToJson();
+  j["datasynth"] = meta.ToJson();
+  return WriteFileAtomic(dir + "/model_params.json", j.dump(2) + "\n");
+}
+
+Result<std::unique_ptr<Model>> LoadModel(const std::string& dir) {
+  if (!PathExists(dir)) return DS_ERR(kNotFound, "{}: model directory does not exist", dir);
+  std::string params_path = dir + "/model_params.json";
+  if (!PathExists(params_path))
+    return DS_ERR(kNotFound, "{}: not a trained model (no model_params.json)", dir);
+  DS_ASSIGN_OR_RETURN(std::string text, ReadFile(params_path, 64 << 20));
+  Json j = Json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return DS_ERR(kCorrupt, "{}: not valid JSON", params_path);
+  auto model = std::make_unique<Model>();
+  model->dir = dir;
+  if (!j.contains("datasynth")) return DS_ERR(kCorrupt, "{}: missing 'datasynth' block", params_path);
+  DS_ASSIGN_OR_RETURN(model->meta, ModelMeta::FromJson(j["datasynth"], params_path));
+  j.erase("datasynth");
+  DS_RETURN_IF_ERROR(model->config.MergeJson(j, params_path));
+
+  DS_ASSIGN_OR_RETURN(model->tokenizer, LoadTokenizer(dir));
+  if (model->tokenizer->vocab_size() != model->meta.spec.vocab_size)
+    return DS_ERR(kCorrupt,
+                  "{}: tokenizer has {} tokens but the network was trained for {} (tokenizer "
+                  "from another model?)",
+                  dir, model->tokenizer->vocab_size(), model->meta.spec.vocab_size);
+
+  DS_ASSIGN_OR_RETURN(model->weights, MappedTensorFile::Open(dir + "/weights.bin"));
+  ParamLayout layout = ParamLayout::For(model->meta.spec);
+  DS_ASSIGN_OR_RETURN(model->params, model->weights->Section("params", layout.total));
+  uint32_t crc = Crc32(model->params, layout.total * sizeof(float));
+  if (crc != model->meta.weights_crc)
+    return DS_ERR(kCorrupt, "{}: weights.bin does not belong to this model_params.json (checksum)",
+                  dir);
+
+  std::string rules_path = dir + "/column_rules.json";
+  if (PathExists(rules_path)) {
+    DS_ASSIGN_OR_RETURN(std::string rules, ReadFile(rules_path, 256 << 20));
+    model->column_rules = Json::parse(rules, nullptr, false);
+    if (model->column_rules.is_discarded())
+      return DS_ERR(kCorrupt, "{}: not valid JSON", rules_path);
+  }
+  return model;
+}
+
+}  // namespace ds

@@ -1,0 +1,83 @@
+// A trained model directory:
+//
+//   model_params.json  every config key (reference names) plus a "datasynth"
+//                      block: format version, network shape, input header and
+//                      delimiter, training summary, privacy figures, file
+//                      checksums. Written LAST and atomically: a directory is a
+//                      model exactly when this file exists.
+//   tokenizer.json     tokenizer (+ tokenizer.model for SentencePiece)
+//   weights.bin        tensor file (model/tensor_file.h), section "params"
+//                      laid out by ParamLayout: the kept epoch's weights
+//   column_rules.json  learned per-column validation rules (delimited data)
+//   model_history.csv  epoch,loss,accuracy,val_loss,val_accuracy,[epsilon,delta,]best
+//   checkpoint.bin     last complete epoch for --resume (params, optimizer
+//                      state) + checkpoint.json (trainer state)
+//   checkpoints/       weights of every epoch when save_all_checkpoints
+//
+// The training text is NOT stored (it is the private data); the reference did.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/config.h"
+#include "model/network.h"
+#include "model/tensor_file.h"
+#include "tokenize/tokenizer.h"
+#include "util/status.h"
+
+namespace ds {
+
+inline constexpr int kModelFormatVersion = 1;
+
+struct ModelMeta {
+  int format_version = kModelFormatVersion;
+  std::string datasynth_version;
+  NetworkSpec spec;
+  std::vector<std::string> header;  // CSV header (empty for text lines)
+  char delimiter = 0;               // 0 for text lines
+  std::string input_path;           // informational
+  int64_t records = 0;              // training records used
+  int64_t tokens = 0;               // tokens in the training stream
+  int epochs_run = 0;
+  int best_epoch = 0;               // 1-based epoch whose weights are kept
+  double best_metric = 0;
+  double train_seconds = 0;
+  std::string stop_reason;          // "epochs", "early_stopping", "time_limit", "privacy_budget"
+  std::string device = "cpu";
+  // Privacy (dp only)
+  bool dp = false;
+  double epsilon = 0, delta = 0;
+  std::string dp_unit;  // what the guarantee covers
+  uint32_t weights_crc = 0;  // CRC-32 of weights.bin's params section
+
+  nlohmann::json ToJson() const;
+  static Result<ModelMeta> FromJson(const nlohmann::json& j, const std::string& source);
+};
+
+// True when `dir/model_params.json` exists.
+bool LooksLikeModel(const std::string& dir);
+
+// Writes model_params.json (config + meta) atomically.
+Status WriteModelParams(const std::string& dir, const Config& config, const ModelMeta& meta);
+
+// A loaded model: config, metadata, tokenizer and memory-mapped weights.
+struct Model {
+  std::string dir;
+  Config config;
+  ModelMeta meta;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<MappedTensorFile> weights;
+  const float* params = nullptr;  // [ParamLayout::For(meta.spec).total], inside `weights`
+  nlohmann::json column_rules;    // content of column_rules.json (null when absent)
+};
+
+// Loads and verifies every file (untrusted input): versions, checksums, shapes
+// against the network spec, tokenizer vocabulary against the network's.
+Result<std::unique_ptr<Model>> LoadModel(const std::string& dir);
+
+}  // namespace ds
