@@ -1,1 +1,26 @@
-int main() { return 0; }
+// datasynth: synthetic records from an LSTM trained on your records.
+#include <cstdio>
+
+#include "cli.h"
+
+int main(int argc, char** argv) {
+  CLI::App app("datasynth " DS_VERSION ": train an LSTM on records and generate synthetic ones");
+  app.require_subcommand(1);
+  app.add_flag("--verbose,-v", ds::cli::g_verbose, "more detail (error locations, statistics)");
+  app.set_version_flag("--version", DS_VERSION);
+  ds::cli::AddTrainCommand(app);
+  ds::cli::AddInfoCommand(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  } catch (const ds::Error& e) {
+    return ds::cli::Fail(e.status());
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "datasynth: error: out of memory\n");
+    return 1;
+  }
+  return 0;
+}

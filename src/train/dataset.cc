@@ -1,0 +1,134 @@
+#include "train/dataset.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "io/csv.h"
+
+namespace ds {
+
+Result<InputData> ReadInput(const std::string& path, char delimiter, int64_t max_records) {
+  InputData in;
+  in.path = path;
+  in.delimiter = delimiter;
+  if (delimiter) {
+    CsvOptions opts;
+    opts.delimiter = delimiter;
+    opts.has_header = true;
+    DS_ASSIGN_OR_RETURN(auto reader, CsvReader::Open(path, opts));
+    DS_RETURN_IF_ERROR(reader->RequireHeader());
+    in.header = reader->header();
+    DS_RETURN_IF_ERROR(ValidateHeader(in.header, path));
+    std::vector<std::string> fields;
+    while (max_records == 0 || int64_t(in.records.size()) < max_records) {
+      DS_ASSIGN_OR_RETURN(bool more, reader->Next(&fields));
+      if (!more) break;
+      if (fields.size() != in.header.size())
+        return DS_ERR(kInvalidInput, "{}:{}: expected {} fields (as in the header), found {}", path,
+                      reader->record_line(), in.header.size(), fields.size());
+      in.records.push_back(fields);
+      in.lines.push_back(reader->record_line());
+    }
+    if (in.records.empty())
+      return DS_ERR(kInvalidInput, "{}: header only, no records to train on", path);
+  } else {
+    DS_ASSIGN_OR_RETURN(auto reader, LineReader::Open(path));
+    std::string line;
+    while (max_records == 0 || int64_t(in.records.size()) < max_records) {
+      DS_ASSIGN_OR_RETURN(bool more, reader->Next(&line));
+      if (!more) break;
+      if (line.empty()) continue;
+      in.records.push_back({line});
+      in.lines.push_back(reader->line());
+    }
+    if (in.records.empty()) return DS_ERR(kInvalidInput, "{}: empty input, no records", path);
+  }
+  return in;
+}
+
+Result<SequenceData> SequenceData::Build(const InputData& input, const Tokenizer& tok,
+                                         int seq_length, int batch_size, bool validation_split,
+                                         uint64_t seed) {
+  SequenceData d;
+  d.seq_length_ = seq_length;
+  d.batch_size_ = batch_size;
+  d.seed_ = seed;
+  for (size_t i = 0; i < input.records.size(); ++i) {
+    Status s = tok.EncodeRecord(input.records[i], &d.stream_);
+    if (!s.ok())
+      return DS_ERR(kInvalidInput, "{}:{}: {}", input.path, input.lines[i], s.message());
+  }
+  const int64_t chunk = seq_length + 1;
+  const int64_t n_chunks = int64_t(d.stream_.size()) / chunk;
+  // Shuffle chunk ids once (fixed validation set), then assign every 5th batch.
+  std::vector<int64_t> ids(n_chunks);
+  std::iota(ids.begin(), ids.end(), 0);
+  Philox rng(seed, 0x5e9u);
+  for (int64_t i = n_chunks - 1; i > 0; --i) std::swap(ids[i], ids[rng.Below(uint64_t(i) + 1)]);
+  const int64_t n_batches = n_chunks / batch_size;
+  for (int64_t b = 0; b < n_batches; ++b) {
+    auto& dst = (validation_split && b % 5 == 0) ? d.val_chunks_ : d.train_chunks_;
+    for (int64_t j = 0; j < batch_size; ++j) dst.push_back(ids[b * batch_size + j] * chunk);
+  }
+  if (d.train_batches() < 1) {
+    int64_t need_batches = validation_split ? 2 : 1;
+    int64_t need_tokens = need_batches * batch_size * chunk;
+    double tokens_per_record = double(d.stream_.size()) / double(input.records.size());
+    int64_t need_records = int64_t(std::ceil(double(need_tokens) / tokens_per_record));
+    return DS_ERR(kInvalidInput,
+                  "{}: too few records: {} records give {} tokens = {} sequences of seq_length+1 "
+                  "= {} tokens; training needs {} batch{} of batch_size {} sequences, about {} "
+                  "records (or lower batch_size / seq_length{})",
+                  input.path, input.records.size(), d.stream_.size(), n_chunks, chunk,
+                  need_batches, need_batches > 1 ? "es" : "", batch_size, need_records,
+                  validation_split ? ", or set validation_split false" : "");
+  }
+  return d;
+}
+
+std::vector<int64_t> SequenceData::EpochOrder(int epoch, int buffer_size) const {
+  // TensorFlow Dataset.shuffle(buffer_size): keep a buffer of the next
+  // buffer_size elements, emit a uniformly chosen one and refill its slot.
+  Philox rng(seed_, 0x5eed0000ull + uint64_t(epoch));
+  std::vector<int64_t> out;
+  out.reserve(train_chunks_.size());
+  std::vector<int64_t> buf;
+  size_t next = 0;
+  while (buf.size() < size_t(buffer_size) && next < train_chunks_.size())
+    buf.push_back(train_chunks_[next++]);
+  while (!buf.empty()) {
+    size_t k = rng.Below(buf.size());
+    out.push_back(buf[k]);
+    if (next < train_chunks_.size()) {
+      buf[k] = train_chunks_[next++];
+    } else {
+      buf[k] = buf.back();
+      buf.pop_back();
+    }
+  }
+  return out;
+}
+
+void SequenceData::Fill(const int64_t* starts, Batch* out) const {
+  out->batch = batch_size_;
+  out->steps = seq_length_;
+  out->inputs.resize(size_t(batch_size_) * seq_length_);
+  out->targets.resize(size_t(batch_size_) * seq_length_);
+  out->weights.clear();
+  for (int b = 0; b < batch_size_; ++b) {
+    const int32_t* src = stream_.data() + starts[b];
+    std::copy(src, src + seq_length_, out->inputs.begin() + size_t(b) * seq_length_);
+    std::copy(src + 1, src + 1 + seq_length_, out->targets.begin() + size_t(b) * seq_length_);
+  }
+}
+
+void SequenceData::TrainBatch(const std::vector<int64_t>& order, int64_t b, Batch* out) const {
+  Fill(order.data() + b * batch_size_, out);
+}
+
+void SequenceData::ValBatch(int64_t b, Batch* out) const {
+  Fill(val_chunks_.data() + b * batch_size_, out);
+}
+
+}  // namespace ds

@@ -1,0 +1,67 @@
+// Training input: records read from a CSV (with header) or a text file (one
+// record per line), and the token stream / sequence batches built from them.
+//
+// Stream layout (ANCHOR.md section 1): every record is encoded (ending with
+// <n>) and the encodings are concatenated into one stream, which is cut into
+// chunks of seq_length + 1 tokens (input = chunk[:-1], target = chunk[1:]).
+// The chunks are shuffled once with the run's seed and batched; with
+// validation_split every 5th batch is held out for validation (the same
+// batches every epoch, so validation never sees training chunks). Training
+// batches are reshuffled every epoch through a shuffle buffer of buffer_size
+// chunks (TensorFlow's Dataset.shuffle semantics).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "tokenize/tokenizer.h"
+#include "util/rng.h"
+#include "util/status.h"
+
+namespace ds {
+
+struct InputData {
+  std::string path;
+  char delimiter = 0;               // 0: text lines
+  std::vector<std::string> header;  // CSV only
+  std::vector<std::vector<std::string>> records;  // [n][fields]
+  std::vector<int64_t> lines;       // [n] physical line of each record (for errors)
+};
+
+// Reads the whole input. CSV: header row required, every row must have the
+// header's field count (error names file:line). Text: one record per line,
+// blank lines skipped. max_records 0 = all. Errors for an empty file, a header
+// without records, invalid UTF-8, NUL bytes.
+Result<InputData> ReadInput(const std::string& path, char delimiter, int64_t max_records);
+
+// The token stream cut into sequences.
+class SequenceData {
+ public:
+  // Encodes `records` with `tok`. Errors if fewer than `min_sequences`
+  // sequences of seq_length + 1 tokens result ("too few records").
+  static Result<SequenceData> Build(const InputData& input, const Tokenizer& tok, int seq_length,
+                                    int batch_size, bool validation_split, uint64_t seed);
+
+  int seq_length() const { return seq_length_; }
+  int batch_size() const { return batch_size_; }
+  int64_t tokens() const { return int64_t(stream_.size()); }
+  int64_t train_batches() const { return int64_t(train_chunks_.size()) / batch_size_; }
+  int64_t val_batches() const { return int64_t(val_chunks_.size()) / batch_size_; }
+  // Training batch order for one epoch (shuffle buffer of buffer_size chunks).
+  std::vector<int64_t> EpochOrder(int epoch, int buffer_size) const;
+  // Fills a batch from chunk ids order[b * batch_size .. +batch_size).
+  void TrainBatch(const std::vector<int64_t>& order, int64_t b, Batch* out) const;
+  void ValBatch(int64_t b, Batch* out) const;
+
+ private:
+  void Fill(const int64_t* chunk_ids, Batch* out) const;
+  std::vector<int32_t> stream_;       // [tokens]
+  std::vector<int64_t> train_chunks_; // chunk start offsets into stream_
+  std::vector<int64_t> val_chunks_;
+  int seq_length_ = 0, batch_size_ = 0;
+  uint64_t seed_ = 0;
+};
+
+}  // namespace ds

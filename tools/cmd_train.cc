@@ -1,0 +1,78 @@
+// datasynth train: input file -> model directory.
+#include <cmath>
+
+#include "cli.h"
+#include "train/trainer.h"
+
+namespace ds::cli {
+namespace {
+
+struct TrainArgs {
+  std::string input, model_dir, config_file;
+  bool resume = false;
+  ConfigFlags flags;
+};
+
+class CliObserver : public TrainObserver {
+ public:
+  void OnInfo(const std::string& m) override { line_.Print(m); }
+  void OnProgress(const TrainProgress& p) override {
+    line_.Update(fmt::format("epoch {}/{}  step {}/{}  loss {:.4f}  {:.0f} tokens/s  ETA {}",
+                             p.epoch, p.epochs, p.step, p.steps, p.loss, p.tokens_per_s,
+                             FormatDuration(p.eta_seconds)));
+  }
+  void OnEpoch(const EpochResult& r) override {
+    std::string val = std::isnan(r.val_loss)
+                          ? std::string()
+                          : fmt::format("  val_loss {:.4f}  val_accuracy {:.4f}", r.val_loss,
+                                        r.val_accuracy);
+    std::string dp = r.epsilon > 0 ? fmt::format("  epsilon {:.3g}", r.epsilon) : "";
+    line_.Print(fmt::format("epoch {:>3}  loss {:.4f}  accuracy {:.4f}{}{}  {:.1f}s  {:.0f} tokens/s{}",
+                            r.epoch, r.loss, r.accuracy, val, dp, r.seconds, r.tokens_per_s,
+                            r.best ? "  *best" : ""));
+  }
+
+ private:
+  ProgressLine line_;
+};
+
+int RunTrain(TrainArgs& a) {
+  TrainOptions o;
+  if (!a.config_file.empty()) {
+    Status s = o.config.LoadFile(a.config_file);
+    if (!s.ok()) return Fail(s);
+  }
+  if (Status s = a.flags.Apply(&o.config); !s.ok()) return Fail(s);
+  o.input_path = a.input;
+  o.model_dir = a.model_dir;
+  o.resume = a.resume;
+  CliObserver obs;
+  auto r = Train(o, &obs);
+  if (!r.ok()) return Fail(r.status());
+  const TrainSummary& s = r.value();
+  const auto& best = s.history[size_t(s.meta.best_epoch - 1)];
+  std::fprintf(stderr,
+               "trained %d epochs in %s (%s), %.0f tokens/s; kept epoch %d: loss %.4f, val_loss "
+               "%.4f (untrained %.4f)\nmodel written to %s\n",
+               s.meta.epochs_run, FormatDuration(s.seconds).c_str(), s.meta.stop_reason.c_str(),
+               s.tokens_per_s, s.meta.best_epoch, best.loss, best.val_loss, s.untrained_val_loss,
+               a.model_dir.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void AddTrainCommand(CLI::App& app) {
+  auto* a = new TrainArgs();  // lives for the whole run
+  CLI::App* cmd = app.add_subcommand("train", "Train a model on a CSV or text file");
+  cmd->add_option("--input,-i,--input-data-path", a->input, "records: CSV with header, or text lines")
+      ->required();
+  cmd->add_option("--model-dir,-m,--checkpoint-dir", a->model_dir, "output model directory")
+      ->required();
+  cmd->add_option("--config,-c", a->config_file, "JSON file of config keys (flags win)");
+  cmd->add_flag("--resume", a->resume, "continue an interrupted run from its last checkpoint");
+  a->flags.Add(cmd, {Config::Group::kTraining, Config::Group::kTokenizer, Config::Group::kPrivacy});
+  cmd->callback([a] { throw CLI::RuntimeError(RunTrain(*a)); });
+}
+
+}  // namespace ds::cli
