@@ -1,0 +1,362 @@
+#include "io/csv.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <unordered_map>
+
+#include "util/utf8.h"
+
+namespace ds {
+namespace {
+
+Status CheckDelimiter(char d) {
+  const auto u = static_cast<unsigned char>(d);
+  if (d == '"' || d == '\r' || d == '\n' || d == '\0' || u >= 0x80) {
+    return DS_ERR(kInvalidArgument,
+                  "invalid CSV delimiter byte 0x{:02x}: it must be one ASCII character other "
+                  "than a quote, CR, LF or NUL",
+                  u);
+  }
+  return Status::Ok();
+}
+
+std::string Printable(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  if (u >= 0x20 && u < 0x7f) return fmt::format("'{}'", c);
+  return fmt::format("byte 0x{:02x}", u);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<CsvReader>> CsvReader::Open(const std::string& path,
+                                                   CsvOptions options) {
+  DS_RETURN_IF_ERROR(CheckDelimiter(options.delimiter));
+  if (options.max_fields == 0) return DS_ERR(kInvalidArgument, "CSV max_fields must be > 0");
+  std::unique_ptr<CsvReader> r(new CsvReader());
+  r->opts_ = options;
+  DS_ASSIGN_OR_RETURN(r->in_, InputStream::Open(path));
+  r->cap_ = std::max<size_t>(options.buffer_bytes, 4);
+  r->buf_.reset(new char[r->cap_]);
+  DS_ASSIGN_OR_RETURN(r->end_, ReadStartSkippingBom(r->in_.get(), r->buf_.get()));
+  for (unsigned char c : {static_cast<unsigned char>(options.delimiter),
+                          static_cast<unsigned char>('"'), static_cast<unsigned char>('\r'),
+                          static_cast<unsigned char>('\n'), static_cast<unsigned char>('\0')}) {
+    r->unquoted_special_[c] = true;
+  }
+  for (unsigned char c : {'"', '\n', '\0'}) r->quoted_special_[c] = true;
+  if (options.has_header) {
+    DS_ASSIGN_OR_RETURN(bool got, r->ReadRecord(&r->header_, /*is_header=*/true));
+    if (!got) r->header_.clear();
+  }
+  return r;
+}
+
+Status CsvReader::RequireHeader() const {
+  if (opts_.has_header && header_.empty()) {
+    return DS_ERR(kInvalidInput, "{}: empty file (no header row)", path());
+  }
+  return Status::Ok();
+}
+
+Result<bool> CsvReader::Next(std::vector<std::string>* fields) {
+  return ReadRecord(fields, /*is_header=*/false);
+}
+
+Result<bool> CsvReader::Fill() {
+  DS_ASSIGN_OR_RETURN(size_t r, in_->Read(buf_.get(), cap_));
+  pos_ = 0;
+  end_ = r;
+  return r > 0;
+}
+
+std::string CsvReader::FieldRef(size_t index, bool is_header) const {
+  if (!is_header && index < header_.size()) {
+    return fmt::format("field {} '{}'", index + 1, header_[index]);
+  }
+  return fmt::format("field {}", index + 1);
+}
+
+Status CsvReader::CheckField(const std::string& f, size_t index, int64_t line, bool is_header) {
+  if (f.size() > opts_.max_field_bytes) {
+    return DS_ERR(kInvalidInput, "{}:{}: {}: field longer than {} bytes", path(), line,
+                  FieldRef(index, is_header), opts_.max_field_bytes);
+  }
+  size_t bad = 0;
+  if (!IsValidUtf8(f, &bad)) {
+    return DS_ERR(kInvalidInput, "{}:{}: {}: invalid UTF-8 at byte {} of the field", path(),
+                  line, FieldRef(index, is_header), bad);
+  }
+  return Status::Ok();
+}
+
+// Resumable state machine; see the grammar in csv.h. The states persist across buffer
+// refills (p == e), so a record may span any number of chunks without re-parsing.
+Result<bool> CsvReader::ReadRecord(std::vector<std::string>* out, bool is_header) {
+  if (!error_.ok()) return error_;
+  enum State { kStart, kField, kUnquoted, kQuoted, kAfterQuote };
+  State st = kStart;
+  size_t nf = 0;               // completed fields
+  std::string* f = nullptr;    // the field being filled: (*out)[nf]
+  int64_t field_line = line_;  // line where the current field started
+  const char d = opts_.delimiter;
+  const size_t max_field = opts_.max_field_bytes;
+  const char* p = buf_.get() + pos_;
+  const char* e = buf_.get() + end_;
+
+  auto finish = [&](bool advance_line, bool cr) -> Result<bool> {
+    // Ends the record after the current field.
+    ++nf;
+    out->resize(nf);
+    if (advance_line) ++line_;
+    skip_lf_ = cr;
+    pos_ = static_cast<size_t>(p - buf_.get());
+    if (!is_header) ++records_read_;
+    return true;
+  };
+
+  for (;;) {
+    if (p == e) {
+      Result<bool> more = Fill();
+      if (!more.ok()) return Fail(more.status());
+      p = buf_.get() + pos_;
+      e = buf_.get() + end_;
+      if (!*more) {  // end of input
+        if (st == kStart) return false;
+        if (st == kQuoted) {
+          return Fail(DS_ERR(kInvalidInput,
+                             "{}:{}: {}: unbalanced quote: the quoted field starting on this "
+                             "line is never closed",
+                             path(), field_line, FieldRef(nf, is_header)));
+        }
+        if (st == kField) {  // input ends right after a delimiter: one more empty field
+          if (nf >= opts_.max_fields) {
+            return Fail(DS_ERR(kInvalidInput, "{}:{}: more than {} fields", path(),
+                               record_line_, opts_.max_fields));
+          }
+          if (nf == out->size()) out->emplace_back();
+          (*out)[nf].clear();
+        } else {
+          Status s = CheckField(*f, nf, field_line, is_header);
+          if (!s.ok()) return Fail(s);
+        }
+        return finish(false, false);
+      }
+    }
+    switch (st) {
+      case kStart: {
+        const char c = *p;
+        if (skip_lf_) {
+          skip_lf_ = false;
+          if (c == '\n') {
+            ++p;
+            continue;
+          }
+        }
+        if (c == '\n' || c == '\r') {  // blank line
+          ++line_;
+          skip_lf_ = (c == '\r');
+          ++p;
+          continue;
+        }
+        record_line_ = line_;
+        st = kField;
+        [[fallthrough]];
+      }
+      case kField: {
+        if (nf >= opts_.max_fields) {
+          return Fail(DS_ERR(kInvalidInput, "{}:{}: more than {} fields", path(), record_line_,
+                             opts_.max_fields));
+        }
+        if (nf == out->size()) out->emplace_back();
+        f = &(*out)[nf];
+        f->clear();
+        field_line = line_;
+        if (*p == '"') {
+          ++p;
+          st = kQuoted;
+          continue;
+        }
+        st = kUnquoted;
+        [[fallthrough]];
+      }
+      case kUnquoted: {
+        const char* s = p;
+        while (p < e && !unquoted_special_[static_cast<unsigned char>(*p)]) ++p;
+        if (p > s) {
+          f->append(s, static_cast<size_t>(p - s));
+          if (f->size() > max_field) {
+            return Fail(DS_ERR(kInvalidInput, "{}:{}: {}: field longer than {} bytes", path(),
+                               field_line, FieldRef(nf, is_header), max_field));
+          }
+        }
+        if (p == e) continue;
+        const char c = *p++;
+        if (c == d) {
+          Status st2 = CheckField(*f, nf, field_line, is_header);
+          if (!st2.ok()) return Fail(st2);
+          ++nf;
+          st = kField;
+          continue;
+        }
+        if (c == '\n' || c == '\r') {
+          Status st2 = CheckField(*f, nf, field_line, is_header);
+          if (!st2.ok()) return Fail(st2);
+          return finish(true, c == '\r');
+        }
+        if (c == '"') {  // lenient: literal quote inside an unquoted field
+          f->push_back('"');
+          continue;
+        }
+        return Fail(DS_ERR(kInvalidInput, "{}:{}: {}: NUL byte (binary file?)", path(), line_,
+                           FieldRef(nf, is_header)));
+      }
+      case kQuoted: {
+        const char* s = p;
+        while (p < e && !quoted_special_[static_cast<unsigned char>(*p)]) ++p;
+        if (p > s) {
+          f->append(s, static_cast<size_t>(p - s));
+          if (f->size() > max_field) {
+            return Fail(DS_ERR(kInvalidInput, "{}:{}: {}: field longer than {} bytes", path(),
+                               field_line, FieldRef(nf, is_header), max_field));
+          }
+        }
+        if (p == e) continue;
+        const char c = *p++;
+        if (c == '"') {
+          st = kAfterQuote;
+        } else if (c == '\n') {
+          ++line_;
+          f->push_back('\n');
+        } else {
+          return Fail(DS_ERR(kInvalidInput, "{}:{}: {}: NUL byte (binary file?)", path(), line_,
+                             FieldRef(nf, is_header)));
+        }
+        continue;
+      }
+      case kAfterQuote: {
+        const char c = *p;
+        if (c == '"') {  // doubled quote
+          f->push_back('"');
+          ++p;
+          st = kQuoted;
+          continue;
+        }
+        if (c == d || c == '\n' || c == '\r') {
+          st = kUnquoted;  // consumes the terminator (empty run)
+          continue;
+        }
+        if (c == '\0') {
+          return Fail(DS_ERR(kInvalidInput, "{}:{}: {}: NUL byte (binary file?)", path(), line_,
+                             FieldRef(nf, is_header)));
+        }
+        return Fail(DS_ERR(kInvalidInput,
+                           "{}:{}: {}: unexpected {} after the closing quote of a quoted field "
+                           "(a quote inside a quoted field must be doubled: \"\")",
+                           path(), line_, FieldRef(nf, is_header), Printable(c)));
+      }
+    }
+  }
+}
+
+Status ValidateHeader(const std::vector<std::string>& header, const std::string& path) {
+  if (header.empty()) return DS_ERR(kInvalidInput, "{}: empty file (no header row)", path);
+  std::unordered_map<std::string_view, size_t> seen;
+  seen.reserve(header.size() * 2);
+  for (size_t i = 0; i < header.size(); ++i) {
+    if (header[i].empty()) {
+      return DS_ERR(kInvalidInput, "{}: column {} has an empty name", path, i + 1);
+    }
+    auto [it, inserted] = seen.emplace(header[i], i);
+    if (!inserted) {
+      return DS_ERR(kInvalidInput, "{}: duplicate column name '{}' (columns {} and {})", path,
+                    header[i], it->second + 1, i + 1);
+    }
+  }
+  return Status::Ok();
+}
+
+Result<char> ParseDelimiter(std::string_view s) {
+  std::string lower(s);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  char d;
+  if (lower == "\\t" || lower == "tab") {
+    d = '\t';
+  } else if (lower == "comma") {
+    d = ',';
+  } else if (lower == "semicolon") {
+    d = ';';
+  } else if (lower == "pipe") {
+    d = '|';
+  } else if (lower == "space") {
+    d = ' ';
+  } else if (s.size() == 1) {
+    d = s[0];
+  } else {
+    return DS_ERR(kInvalidArgument,
+                  "invalid delimiter '{}': expected one character (e.g. ',' ';' '|') or "
+                  "'tab', '\\t', 'comma', 'semicolon', 'pipe', 'space'",
+                  s);
+  }
+  DS_RETURN_IF_ERROR(CheckDelimiter(d));
+  return d;
+}
+
+namespace {
+
+inline bool NeedsQuotes(std::string_view f, char delim) {
+  for (char c : f) {
+    if (c == delim || c == '"' || c == '\n' || c == '\r') return true;
+  }
+  return f.size() >= 3 && std::memcmp(f.data(), "\xEF\xBB\xBF", 3) == 0;
+}
+
+inline void AppendField(std::string* out, std::string_view f, char delim) {
+  if (!NeedsQuotes(f, delim)) {
+    out->append(f);
+    return;
+  }
+  out->push_back('"');
+  size_t start = 0;
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (f[i] == '"') {
+      out->append(f.substr(start, i + 1 - start));
+      out->push_back('"');
+      start = i + 1;
+    }
+  }
+  out->append(f.substr(start));
+  out->push_back('"');
+}
+
+template <typename S>
+void AppendRecordImpl(std::string* out, const std::vector<S>& fields, char delim) {
+  if (fields.size() == 1 && std::string_view(fields[0]).empty()) {
+    out->append("\"\"\n");
+    return;
+  }
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (i) out->push_back(delim);
+    AppendField(out, fields[i], delim);
+  }
+  out->push_back('\n');
+}
+
+}  // namespace
+
+void AppendCsvRecord(std::string* out, const std::vector<std::string>& fields, char delimiter) {
+  AppendRecordImpl(out, fields, delimiter);
+}
+
+void AppendCsvRecord(std::string* out, const std::vector<std::string_view>& fields,
+                     char delimiter) {
+  AppendRecordImpl(out, fields, delimiter);
+}
+
+std::string CsvEscapeField(std::string_view field, char delimiter) {
+  std::string out;
+  AppendField(&out, field, delimiter);
+  return out;
+}
+
+}  // namespace ds

@@ -1,0 +1,81 @@
+// InputStream: a buffered byte source over a plain file, a gzip file or stdin.
+//
+// Open(path) opens the file ("-" = stdin) and sniffs the first two bytes: 1f 8b means
+// gzip (RFC 1952), decoded with zlib's inflate; anything else is passed through. The
+// decision is by content, not by file name, so "data.csv" holding gzip works and so does
+// a gzip stream on stdin. Concatenated gzip members (as `cat a.gz b.gz`, pigz, bgzip
+// write) are decoded one after another.
+//
+// Errors (the message always starts with the display path, "<stdin>" for "-"):
+//   kNotFound      the file does not exist
+//   kIo            open/read failures, a directory given as input (with strerror)
+//   kInvalidInput  "data.csv.gz: truncated gzip stream" (input ended before the gzip
+//                  trailer: never reported as a silent EOF), "corrupt gzip stream",
+//                  "trailing garbage after gzip stream"
+//   kResourceExhausted  zlib out of memory
+// Errors are sticky: after one, Read keeps returning it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "util/status.h"
+
+namespace ds {
+
+class InputStream {
+ public:
+  static constexpr size_t kDefaultChunk = size_t{1} << 20;  // 1 MiB raw reads
+
+  // chunk_bytes: size of each read(2) from the underlying file (>= 16).
+  static Result<std::unique_ptr<InputStream>> Open(const std::string& path,
+                                                   size_t chunk_bytes = kDefaultChunk);
+  ~InputStream();
+  InputStream(const InputStream&) = delete;
+  InputStream& operator=(const InputStream&) = delete;
+
+  // Reads up to n (> 0) decoded bytes into dst. Returns the count, which is 0 only at the
+  // end of input; may return fewer than n before the end.
+  Result<size_t> Read(char* dst, size_t n);
+
+  // Reads until dst holds n bytes or the input ends; returns the count.
+  Result<size_t> ReadFull(char* dst, size_t n);
+
+  // Path for messages: as given to Open, "<stdin>" for "-".
+  const std::string& path() const { return path_; }
+  bool is_gzip() const { return gzip_; }
+  // Decoded bytes returned by Read so far.
+  uint64_t bytes_read() const { return bytes_out_; }
+
+ private:
+  struct Zlib;
+  InputStream() = default;
+  Result<size_t> ReadRaw(char* dst, size_t n);  // one read(2), EINTR retried
+  Status FillRaw();                             // refill raw_ when consumed
+  Result<size_t> ReadGzip(char* dst, size_t n);
+  Status Fail(Status s) {
+    error_ = s;
+    return s;
+  }
+
+  int fd_ = -1;
+  bool own_fd_ = false;
+  bool gzip_ = false;
+  bool raw_eof_ = false;     // read(2) returned 0
+  bool member_done_ = false; // gzip: a member ended, next bytes decide what follows
+  bool done_ = false;        // decoded stream ended
+  std::string path_;
+  std::unique_ptr<char[]> raw_;  // [chunk_] raw (possibly compressed) bytes
+  size_t chunk_ = 0;
+  size_t raw_pos_ = 0, raw_end_ = 0;  // unread raw bytes are raw_[raw_pos_, raw_end_)
+  uint64_t bytes_out_ = 0;
+  std::unique_ptr<Zlib> z_;
+  Status error_;
+};
+
+// Reads the whole (decoded) input; kInvalidInput when it exceeds max_bytes.
+Result<std::string> ReadAllInput(const std::string& path, size_t max_bytes = size_t{1} << 30);
+
+}  // namespace ds

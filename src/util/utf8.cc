@@ -1,0 +1,142 @@
+#include "util/utf8.h"
+
+#include <cstdint>
+#include <cstring>
+
+namespace ds {
+namespace {
+
+// Length of the well-formed sequence that starts at s[i] (1..4), or 0 if ill-formed;
+// for an ill-formed sequence *subpart is the length of its maximal subpart (>= 1).
+inline size_t SeqLen(const unsigned char* s, size_t n, size_t i, size_t* subpart) {
+  const unsigned char c = s[i];
+  if (c < 0x80) return 1;
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    *subpart = 1;
+    return 0;
+  }
+  size_t k = 1;
+  for (; k < len; ++k) {
+    if (i + k >= n) break;
+    const unsigned char b = s[i + k];
+    const unsigned char l = (k == 1) ? lo : 0x80, h = (k == 1) ? hi : 0xBF;
+    if (b < l || b > h) break;
+  }
+  if (k == len) return len;
+  *subpart = k;
+  return 0;
+}
+
+inline bool AllAscii8(const unsigned char* p) {
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+  return (w & 0x8080808080808080ull) == 0;
+}
+
+}  // namespace
+
+bool IsValidUtf8(std::string_view sv, size_t* bad_offset) {
+  const auto* s = reinterpret_cast<const unsigned char*>(sv.data());
+  const size_t n = sv.size();
+  size_t i = 0;
+  while (i < n) {
+    // ASCII fast path: 16 then 8 bytes at a time.
+    while (i + 16 <= n && AllAscii8(s + i) && AllAscii8(s + i + 8)) i += 16;
+    while (i + 8 <= n && AllAscii8(s + i)) i += 8;
+    while (i < n && s[i] < 0x80) ++i;
+    if (i >= n) break;
+    size_t sub;
+    const size_t len = SeqLen(s, n, i, &sub);
+    if (len == 0) {
+      if (bad_offset) *bad_offset = i;
+      return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+size_t CountCodePoints(std::string_view sv) {
+  const auto* s = reinterpret_cast<const unsigned char*>(sv.data());
+  const size_t n = sv.size();
+  size_t i = 0, count = 0;
+  while (i < n) {
+    size_t start = i;
+    while (i + 8 <= n && AllAscii8(s + i)) i += 8;
+    while (i < n && s[i] < 0x80) ++i;
+    count += i - start;
+    if (i >= n) break;
+    size_t sub;
+    const size_t len = SeqLen(s, n, i, &sub);
+    i += len ? len : sub;
+    ++count;
+  }
+  return count;
+}
+
+void AppendCodePoint(std::string* out, char32_t cp) {
+  if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) cp = kReplacementChar;
+  if (cp < 0x80) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    const char b[2] = {static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
+    out->append(b, 2);
+  } else if (cp < 0x10000) {
+    const char b[3] = {static_cast<char>(0xE0 | (cp >> 12)),
+                       static_cast<char>(0x80 | ((cp >> 6) & 0x3F)),
+                       static_cast<char>(0x80 | (cp & 0x3F))};
+    out->append(b, 3);
+  } else {
+    const char b[4] = {static_cast<char>(0xF0 | (cp >> 18)),
+                       static_cast<char>(0x80 | ((cp >> 12) & 0x3F)),
+                       static_cast<char>(0x80 | ((cp >> 6) & 0x3F)),
+                       static_cast<char>(0x80 | (cp & 0x3F))};
+    out->append(b, 4);
+  }
+}
+
+bool NextCodePoint(std::string_view sv, size_t* pos, char32_t* cp) {
+  const auto* s = reinterpret_cast<const unsigned char*>(sv.data());
+  const size_t n = sv.size();
+  const size_t i = *pos;
+  if (i >= n) return false;
+  const unsigned char c = s[i];
+  if (c < 0x80) {
+    *cp = c;
+    *pos = i + 1;
+    return true;
+  }
+  size_t sub;
+  const size_t len = SeqLen(s, n, i, &sub);
+  if (len == 0) {
+    *cp = kReplacementChar;
+    *pos = i + sub;
+    return true;
+  }
+  char32_t v;
+  if (len == 2) {
+    v = ((c & 0x1F) << 6) | (s[i + 1] & 0x3F);
+  } else if (len == 3) {
+    v = ((c & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
+  } else {
+    v = ((c & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6) |
+        (s[i + 3] & 0x3F);
+  }
+  *cp = v;
+  *pos = i + len;
+  return true;
+}
+
+}  // namespace ds

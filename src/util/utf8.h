@@ -1,0 +1,48 @@
+// UTF-8 validation, decoding and encoding (RFC 3629).
+//
+// Validity follows the Unicode "well-formed UTF-8" table (Unicode 15, table 3-7):
+//   U+0000..U+007F      00..7F
+//   U+0080..U+07FF      C2..DF 80..BF
+//   U+0800..U+0FFF      E0     A0..BF 80..BF
+//   U+1000..U+CFFF      E1..EC 80..BF 80..BF
+//   U+D000..U+D7FF      ED     80..9F 80..BF          (no surrogates D800..DFFF)
+//   U+E000..U+FFFF      EE..EF 80..BF 80..BF
+//   U+10000..U+3FFFF    F0     90..BF 80..BF 80..BF
+//   U+40000..U+FFFFF    F1..F3 80..BF 80..BF 80..BF
+//   U+100000..U+10FFFF  F4     80..8F 80..BF 80..BF   (nothing above U+10FFFF)
+// so overlong forms (C0, C1, E0 80..9F, F0 80..8F), surrogates and code points above
+// U+10FFFF are rejected. NUL (00) is valid UTF-8; callers that forbid it check for it.
+//
+// Invalid input policy for decoding: NextCodePoint yields U+FFFD for each "maximal
+// subpart" of an ill-formed sequence (Unicode's recommended practice, sec. 3.9), so it
+// never gets stuck and never reads past the end.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace ds {
+
+inline constexpr char32_t kReplacementChar = 0xFFFD;
+
+// True when s is well-formed UTF-8. On failure, *bad_offset (if given) is the byte
+// offset of the first byte of the first ill-formed sequence.
+bool IsValidUtf8(std::string_view s, size_t* bad_offset = nullptr);
+
+// Number of code points NextCodePoint would yield (each ill-formed subpart counts as
+// one U+FFFD). For valid UTF-8 this is the number of characters.
+size_t CountCodePoints(std::string_view s);
+
+// Appends the UTF-8 encoding of cp. Surrogates and values above U+10FFFF are not
+// encodable and append U+FFFD instead.
+void AppendCodePoint(std::string* out, char32_t cp);
+
+// Decodes the code point starting at *pos, stores it in *cp and advances *pos past it.
+// Returns false (leaving *pos and *cp unchanged) when *pos >= s.size(). Ill-formed
+// input yields U+FFFD (see policy above).
+//   size_t pos = 0; char32_t cp;
+//   while (NextCodePoint(s, &pos, &cp)) ...
+bool NextCodePoint(std::string_view s, size_t* pos, char32_t* cp);
+
+}  // namespace ds
