@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "io/csv.h"
+#include "io/line_reader.h"
 
 namespace ds {
 
@@ -129,6 +130,61 @@ void SequenceData::TrainBatch(const std::vector<int64_t>& order, int64_t b, Batc
 
 void SequenceData::ValBatch(int64_t b, Batch* out) const {
   Fill(val_chunks_.data() + b * batch_size_, out);
+}
+
+}  // namespace ds
+
+namespace ds {
+
+Result<RecordData> RecordData::Build(const InputData& input, const Tokenizer& tok, int max_steps) {
+  RecordData d;
+  d.end_id_ = tok.end_id();
+  d.max_steps_ = max_steps;
+  d.offsets_.push_back(0);
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < input.records.size(); ++i) {
+    ids.clear();
+    Status s = tok.EncodeRecord(input.records[i], &ids);
+    if (!s.ok()) return DS_ERR(kInvalidInput, "{}:{}: {}", input.path, input.lines[i], s.message());
+    if (int64_t(ids.size()) > max_steps) {
+      ids.resize(size_t(max_steps));
+      ++d.truncated_;
+    }
+    d.tokens_.insert(d.tokens_.end(), ids.begin(), ids.end());
+    d.offsets_.push_back(int64_t(d.tokens_.size()));
+  }
+  return d;
+}
+
+std::vector<int64_t> RecordData::PoissonSample(double q, Philox* rng) const {
+  std::vector<int64_t> out;
+  for (int64_t r = 0; r < records(); ++r)
+    if (rng->UniformDouble() < q) out.push_back(r);
+  return out;
+}
+
+void RecordData::FillBatch(const int64_t* ids, int n, Batch* out) const {
+  int T = 1;
+  for (int i = 0; i < n; ++i)
+    T = std::max<int>(T, int(offsets_[size_t(ids[i]) + 1] - offsets_[size_t(ids[i])]));
+  out->batch = n;
+  out->steps = T;
+  out->inputs.assign(size_t(n) * T, end_id_);
+  out->targets.assign(size_t(n) * T, end_id_);
+  out->weights.assign(size_t(n) * T, 0.0f);
+  for (int i = 0; i < n; ++i) {
+    const int32_t* rec = tokens_.data() + offsets_[size_t(ids[i])];
+    int len = int(offsets_[size_t(ids[i]) + 1] - offsets_[size_t(ids[i])]);
+    int32_t* in = out->inputs.data() + size_t(i) * T;
+    int32_t* tg = out->targets.data() + size_t(i) * T;
+    float* w = out->weights.data() + size_t(i) * T;
+    in[0] = end_id_;
+    for (int t = 0; t < len; ++t) {
+      if (t + 1 < T) in[t + 1] = rec[t];
+      tg[t] = rec[t];
+      w[t] = 1.0f;
+    }
+  }
 }
 
 }  // namespace ds

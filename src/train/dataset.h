@@ -64,4 +64,32 @@ class SequenceData {
   uint64_t seed_ = 0;
 };
 
+// Differentially private training (privacy/): one example per record, so
+// that the privacy unit is the record. Example of record r with tokens
+// t1..tk (EncodeRecord, ending with <n> = tk): input [<n>, t1, .., t(k-1)],
+// target [t1, .., tk]: the model learns the whole record starting from the
+// record separator, exactly as generation starts. Records longer than
+// max_steps tokens are truncated to their first max_steps tokens (counted and
+// reported). A batch is padded to its longest record; padding has weight 0.
+class RecordData {
+ public:
+  static Result<RecordData> Build(const InputData& input, const Tokenizer& tok, int max_steps);
+
+  int64_t records() const { return int64_t(offsets_.size()) - 1; }
+  int64_t tokens() const { return int64_t(tokens_.size()); }
+  int64_t truncated() const { return truncated_; }
+  int max_steps() const { return max_steps_; }
+  // Poisson sampling: each record independently with probability q.
+  std::vector<int64_t> PoissonSample(double q, Philox* rng) const;
+  // Fills a batch with the given records (B = n, T = longest of them).
+  void FillBatch(const int64_t* ids, int n, Batch* out) const;
+
+ private:
+  std::vector<int32_t> tokens_;   // [total] records' tokens back to back
+  std::vector<int64_t> offsets_;  // [records + 1]
+  int32_t end_id_ = 0;
+  int max_steps_ = 0;
+  int64_t truncated_ = 0;
+};
+
 }  // namespace ds
