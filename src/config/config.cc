@@ -113,7 +113,11 @@ std::vector<Config::Key> MakeKeys() {
          Range(&Config::dp_microbatches, "dp_microbatches", 1, 1e9));
   DS_KEY(dp_target_epsilon, T::kDouble, G::kPrivacy, "choose the noise to meet this epsilon (0 = off)",
          Range(&Config::dp_target_epsilon, "dp_target_epsilon", 0, 1e6));
-  DS_KEY(dp_delta, T::kDouble, G::kPrivacy, "delta (0 = 1/records)", Range(&Config::dp_delta, "dp_delta", 0, 1));
+  DS_KEY(dp_delta, T::kDouble, G::kPrivacy, "delta (0 = 1/records)", Range(&Config::dp_delta, "dp_delta", 0, 0.5));
+  DS_KEY(dp_store_value_rules, T::kBool, G::kPrivacy,
+         "under dp, also store category sets and min/max (they reveal exact values)", nullptr);
+  DS_KEY(dp_deterministic_noise, T::kBool, G::kPrivacy,
+         "TESTS ONLY: derive DP noise from the seed (gives no privacy)", nullptr);
   // generation
   DS_KEY(gen_temp, T::kDouble, G::kGeneration, "sampling temperature",
          Range(&Config::gen_temp, "gen_temp", 1e-6, 1e3));
@@ -175,9 +179,16 @@ const Config::Key* Config::Find(const std::string& name) {
   return nullptr;
 }
 
+bool Config::IsExplicit(const std::string& key) const {
+  for (const auto& k : explicit_keys)
+    if (k == key) return true;
+  return false;
+}
+
 Status Config::Set(const std::string& key, const std::string& value) {
   const Key* k = Find(key);
   if (!k) return DS_ERR(kInvalidArgument, "unknown config key '{}'", key);
+  explicit_keys.push_back(key);
   void* f = k->field(*this);
   switch (k->type) {
     case Type::kBool: DS_RETURN_IF_ERROR(ParseBool(key, value, static_cast<bool*>(f))); break;
@@ -192,6 +203,7 @@ Status Config::Set(const std::string& key, const std::string& value) {
 Status Config::SetJson(const std::string& key, const Json& v) {
   const Key* k = Find(key);
   if (!k) return DS_ERR(kInvalidArgument, "unknown config key '{}'", key);
+  explicit_keys.push_back(key);
   void* f = k->field(*this);
   auto wrong = [&](const char* want) {
     return DS_ERR(kInvalidArgument, "config key '{}': expected {}, got {}", key, want, v.dump());

@@ -62,6 +62,8 @@ struct Config {
   int dp_microbatches = 1;
   double dp_target_epsilon = 0;  // > 0: choose the noise multiplier to meet it
   double dp_delta = 0;           // 0 = 1/n
+  bool dp_store_value_rules = false;  // keep category sets / min / max under dp
+  bool dp_deterministic_noise = false;  // TESTS ONLY: noise from the seed (no privacy)
 
   // ---- generation ----
   double gen_temp = 1.0;
@@ -70,6 +72,10 @@ struct Config {
   int predict_batch_size = 64;
   bool reset_states = true;
   int64_t max_invalid = 1000;
+
+  // Keys given explicitly (file or flag), in the order they were set.
+  std::vector<std::string> explicit_keys;
+  bool IsExplicit(const std::string& key) const;
 
   // ---- registry ----
   enum class Type { kBool, kInt, kInt64, kDouble, kString };

@@ -9,6 +9,8 @@
 
 #include "backend/backend.h"
 #include "generate/column_rules.h"
+#include "privacy/rdp_accountant.h"
+#include "privacy/secure_noise.h"
 #include "train/dataset.h"
 #include "util/fs.h"
 #include "util/rng.h"
@@ -88,6 +90,66 @@ EvalStats Validate(TrainBackend& backend, const SequenceData& data) {
   return e;
 }
 
+// Inverse of the standard normal CDF by bisection (for Bernoulli sampling
+// from secure Gaussian draws: P(z < Phi^-1(q)) = q).
+double NormalQuantile(double q) {
+  double lo = -40, hi = 40;
+  for (int i = 0; i < 200; ++i) {
+    double mid = 0.5 * (lo + hi);
+    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < q ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+// State of a DP-SGD run (see the algorithm and docs/privacy.md).
+struct DpRun {
+  double q = 0;          // sampling rate batch_size / n
+  double sigma = 0;      // noise multiplier
+  double clip = 0;       // L2 clip per record
+  double delta = 0;
+  int64_t steps_per_epoch = 0;
+  int64_t max_steps = 0;  // budget cap (target epsilon)
+  double threshold = 0;   // Phi^-1(q)
+  std::unique_ptr<SecureGaussian> noise;
+  RdpAccountant accountant;
+};
+
+// One DP-SGD step: Poisson-sample records, per-record clipped gradient sum
+// (in backend chunks of at most batch_size records), + N(0, (sigma C)^2),
+// divided by the expected batch size, left in the backend's grads.
+StepStats DpStep(TrainBackend& backend, const RecordData& recs, DpRun& dp, const Config& cfg,
+                 uint64_t dropout_seed, std::vector<float>* acc /*[P]*/,
+                 std::vector<float>* chunk /*[P]*/, std::vector<double>* z /*[records]*/) {
+  const size_t P = backend.layout().total;
+  acc->assign(P, 0.0f);
+  chunk->resize(P);
+  // Poisson sampling from the secure generator: record r joins when z_r < Phi^-1(q).
+  z->resize(size_t(recs.records()));
+  dp.noise->FillDouble(z->data(), z->size(), 1.0);
+  std::vector<int64_t> ids;
+  for (int64_t r = 0; r < recs.records(); ++r)
+    if ((*z)[size_t(r)] < dp.threshold) ids.push_back(r);
+  StepStats total;
+  PerExampleClip clip;
+  clip.l2_norm_clip = float(dp.clip);
+  Batch batch;
+  for (size_t start = 0; start < ids.size(); start += size_t(cfg.batch_size)) {
+    int n = int(std::min(ids.size() - start, size_t(cfg.batch_size)));
+    recs.FillBatch(ids.data() + start, n, &batch);
+    StepStats s = backend.Step(batch, /*train=*/true, dropout_seed + start, &clip);
+    total.loss_sum += s.loss_sum;
+    total.correct += s.correct;
+    total.count += s.count;
+    backend.GetGrads(chunk->data());
+    for (size_t i = 0; i < P; ++i) (*acc)[i] += (*chunk)[i];
+  }
+  dp.noise->Add(acc->data(), P, dp.sigma * dp.clip);
+  const float inv = float(1.0 / (dp.q * double(recs.records())));
+  for (size_t i = 0; i < P; ++i) (*acc)[i] *= inv;
+  backend.SetGrads(acc->data());
+  return total;
+}
+
 }  // namespace
 
 Result<TrainSummary> Train(const TrainOptions& options, TrainObserver* observer) {
@@ -133,10 +195,25 @@ Result<TrainSummary> Train(const TrainOptions& options, TrainObserver* observer)
                          options.input_path));
 
   if (delim) {
-    ColumnRules rules = LearnColumnRules(input.header, input.records, RuleOptions{});
+    RuleOptions ropts;
+    if (cfg.dp && !cfg.dp_store_value_rules) ropts.store_values = false;
+    ColumnRules rules = LearnColumnRules(input.header, input.records, ropts);
     DS_RETURN_IF_ERROR(WriteFileAtomic(dir + "/column_rules.json", rules.ToJson().dump(1) + "\n"));
   }
 
+  if (cfg.dp) {
+    if (cfg.tokenizer == "sentencepiece" && cfg.IsExplicit("tokenizer"))
+      return DS_ERR(kInvalidArgument,
+                    "--dp with tokenizer 'sentencepiece': a SentencePiece vocabulary trained on the "
+                    "private records would itself reveal rare substrings of them (names, IDs) "
+                    "outside the privacy guarantee; use the char tokenizer (the default under --dp)");
+    if (cfg.tokenizer != "char") obs.OnInfo("dp: using the char tokenizer (a learned vocabulary would leak)");
+    cfg.tokenizer = "char";
+    if (cfg.validation_split) obs.OnInfo("dp: no validation split; the last epoch's weights are kept");
+    cfg.validation_split = false;
+    cfg.early_stopping = false;
+    cfg.save_best_model = false;
+  }
   TokenizerConfig tcfg;
   tcfg.type = cfg.tokenizer;
   tcfg.vocab_size = cfg.vocab_size;
@@ -154,10 +231,48 @@ Result<TrainSummary> Train(const TrainOptions& options, TrainObserver* observer)
                          tok->vocab_size(), tcfg.column_markers ? ", column markers" : "",
                          Since(t0)));
 
-  // 3. Sequences.
-  DS_ASSIGN_OR_RETURN(SequenceData data,
-                      SequenceData::Build(input, *tok, cfg.seq_length, cfg.batch_size,
-                                          cfg.validation_split, seed));
+  // 3. Sequences (DP: one example per record).
+  SequenceData data;
+  RecordData recs;
+  DpRun dp;
+  int max_batch = cfg.batch_size, max_steps = cfg.seq_length;
+  if (cfg.dp) {
+    int cap = std::max(cfg.seq_length, 4 * cfg.seq_length);
+    DS_ASSIGN_OR_RETURN(recs, RecordData::Build(input, *tok, cap));
+    if (recs.records() < int64_t(cfg.batch_size))
+      return DS_ERR(kInvalidInput, "{}: too few records for DP training: {} records, batch_size {} "
+                    "needs more records than the batch (the sampling rate is batch_size / records)",
+                    options.input_path, recs.records(), cfg.batch_size);
+    if (recs.truncated() > 0)
+      obs.OnInfo(fmt::format("dp: {} records longer than {} tokens were truncated", recs.truncated(), cap));
+    int64_t n = recs.records();
+    dp.q = double(cfg.batch_size) / double(n);
+    dp.clip = cfg.dp_l2_norm_clip;
+    dp.delta = cfg.dp_delta > 0 ? cfg.dp_delta : 1.0 / double(n);
+    dp.steps_per_epoch = (n + cfg.batch_size - 1) / cfg.batch_size;
+    int64_t total_steps = dp.steps_per_epoch * cfg.epochs;
+    dp.sigma = cfg.dp_noise_multiplier;
+    dp.max_steps = total_steps;
+    if (cfg.dp_target_epsilon > 0) {
+      DS_ASSIGN_OR_RETURN(dp.sigma, NoiseForTargetEpsilon(cfg.dp_target_epsilon, dp.q, total_steps, dp.delta));
+      dp.max_steps = std::min(total_steps,
+                              MaxStepsWithinBudget(cfg.dp_target_epsilon, dp.q, dp.sigma, dp.delta));
+      cfg.dp_noise_multiplier = dp.sigma;
+      obs.OnInfo(fmt::format("dp: noise multiplier {:.4f} meets epsilon {} at delta {:.3g} over {} epochs",
+                             dp.sigma, cfg.dp_target_epsilon, dp.delta, cfg.epochs));
+    }
+    DS_RETURN_IF_ERROR(CheckDpParams({dp.q, dp.sigma, total_steps, dp.delta}));
+    dp.threshold = NormalQuantile(dp.q);
+    dp.noise = std::make_unique<SecureGaussian>(cfg.dp_deterministic_noise
+                                                    ? SecureGaussian::Deterministic(seed)
+                                                    : SecureGaussian::FromOsEntropy());
+    // Poisson batches exceed batch_size; the backend processes them in chunks.
+    max_batch = cfg.batch_size;
+    max_steps = recs.max_steps();
+  } else {
+    DS_ASSIGN_OR_RETURN(data, SequenceData::Build(input, *tok, cfg.seq_length, cfg.batch_size,
+                                                  cfg.validation_split, seed));
+  }
 
   NetworkSpec spec;
   spec.vocab_size = tok->vocab_size();
@@ -166,7 +281,7 @@ Result<TrainSummary> Train(const TrainOptions& options, TrainObserver* observer)
   spec.num_layers = cfg.num_layers;
   spec.dropout_rate = float(cfg.dropout_rate);
   ParamLayout layout = ParamLayout::For(spec);
-  DS_ASSIGN_OR_RETURN(auto backend, MakeCpuTrainBackend(spec, cfg.batch_size, cfg.seq_length));
+  DS_ASSIGN_OR_RETURN(auto backend, MakeCpuTrainBackend(spec, max_batch, max_steps));
   std::vector<float> params(layout.total);  // [layout.total]
   InitParams(spec, cfg.rnn_initializer, seed, params.data());
   backend->SetParams(params.data());
@@ -174,8 +289,9 @@ Result<TrainSummary> Train(const TrainOptions& options, TrainObserver* observer)
       "network: vocab {}, embedding {}, {} x LSTM {}, {:.2f}M parameters; {} tokens, {} training "
       "and {} validation batches of {} x {}; {} threads",
       spec.vocab_size, spec.embedding_dim, spec.num_layers, spec.rnn_units,
-      double(layout.total) / 1e6, data.tokens(), data.train_batches(), data.val_batches(),
-      cfg.batch_size, cfg.seq_length, threads));
+      double(layout.total) / 1e6, cfg.dp ? recs.tokens() : data.tokens(),
+      cfg.dp ? dp.steps_per_epoch : data.train_batches(), data.val_batches(), cfg.batch_size,
+      cfg.dp ? max_steps : cfg.seq_length, threads));
 
   OptimizerConfig opt;
   opt.name = cfg.optimizer;
@@ -187,7 +303,14 @@ Result<TrainSummary> Train(const TrainOptions& options, TrainObserver* observer)
 
   TrainSummary summary;
   summary.untrained_val_loss = Validate(*backend, data).loss;
-  if (std::isnan(summary.untrained_val_loss)) {
+  if (cfg.dp) {
+    std::vector<int64_t> first(size_t(std::min<int64_t>(cfg.batch_size, recs.records())));
+    for (size_t i = 0; i < first.size(); ++i) first[i] = int64_t(i);
+    Batch b;
+    recs.FillBatch(first.data(), int(first.size()), &b);
+    StepStats s = backend->Step(b, false, 0);
+    summary.untrained_val_loss = s.loss_sum / s.count;
+  } else if (std::isnan(summary.untrained_val_loss)) {
     // No validation: untrained loss on the first training batch.
     Batch b;
     data.TrainBatch(data.EpochOrder(0, cfg.buffer_size), 0, &b);
@@ -207,17 +330,31 @@ Result<TrainSummary> Train(const TrainOptions& options, TrainObserver* observer)
   std::vector<float> best_params;
   Batch batch;
   double train_compute_seconds = 0;
+  std::vector<float> dp_grads, dp_chunk_grads;  // [layout.total] each
+  std::vector<double> dp_z;                     // [records]
   int64_t trained_tokens = 0;
 
   for (int epoch = 1; epoch <= cfg.epochs; ++epoch) {
     auto e0 = Clock::now();
-    std::vector<int64_t> order = data.EpochOrder(epoch, cfg.buffer_size);
+    std::vector<int64_t> order;
+    if (!cfg.dp) order = data.EpochOrder(epoch, cfg.buffer_size);
     StepStats sum;
-    bool time_up = false;
-    for (int64_t b = 0; b < steps; ++b) {
-      data.TrainBatch(order, b, &batch);
+    bool time_up = false, budget_spent = false;
+    const int64_t epoch_steps = cfg.dp ? dp.steps_per_epoch : steps;
+    for (int64_t b = 0; b < epoch_steps; ++b) {
       uint64_t dropout_seed = seed ^ (0x9e3779b97f4a7c15ull * uint64_t(global_step + 1));
-      StepStats s = backend->Step(batch, /*train=*/true, dropout_seed);
+      StepStats s;
+      if (cfg.dp) {
+        if (global_step >= dp.max_steps) {
+          budget_spent = true;
+          break;
+        }
+        s = DpStep(*backend, recs, dp, cfg, dropout_seed, &dp_grads, &dp_chunk_grads, &dp_z);
+        dp.accountant.AddSteps(dp.q, dp.sigma, 1);
+      } else {
+        data.TrainBatch(order, b, &batch);
+        s = backend->Step(batch, /*train=*/true, dropout_seed);
+      }
       backend->ApplyOptimizer(opt, ++global_step);
       sum.loss_sum += s.loss_sum;
       sum.correct += s.correct;
@@ -231,11 +368,12 @@ Result<TrainSummary> Train(const TrainOptions& options, TrainObserver* observer)
       p.epoch = epoch;
       p.epochs = cfg.epochs;
       p.step = b + 1;
-      p.steps = steps;
+      p.steps = epoch_steps;
       p.loss = sum.loss_sum / sum.count;
       p.tokens_per_s = double(b + 1) * tokens_per_step / elapsed;
       double per_step = elapsed / double(b + 1);
-      p.eta_seconds = per_step * double(steps - b - 1 + int64_t(cfg.epochs - epoch) * steps);
+      p.eta_seconds =
+          per_step * double(epoch_steps - b - 1 + int64_t(cfg.epochs - epoch) * epoch_steps);
       obs.OnProgress(p);
       if (cfg.max_training_time_seconds > 0 && Since(train_start) > cfg.max_training_time_seconds) {
         time_up = true;
@@ -250,6 +388,10 @@ Result<TrainSummary> Train(const TrainOptions& options, TrainObserver* observer)
     EvalStats v = Validate(*backend, data);
     r.val_loss = v.loss;
     r.val_accuracy = v.accuracy;
+    if (cfg.dp) {
+      r.delta = dp.delta;
+      r.epsilon = dp.accountant.GetEpsilon(dp.delta).epsilon;
+    }
     r.seconds = Since(e0);
     r.tokens_per_s = sum.count / r.seconds;
     double m = MetricOf(r, metric);
@@ -272,10 +414,14 @@ Result<TrainSummary> Train(const TrainOptions& options, TrainObserver* observer)
                                          {{"params", params.data(), layout.total}}));
     }
     summary.history.push_back(r);
-    DS_RETURN_IF_ERROR(WriteFileAtomic(dir + "/model_history.csv", HistoryCsv(summary.history, false)));
+    DS_RETURN_IF_ERROR(WriteFileAtomic(dir + "/model_history.csv", HistoryCsv(summary.history, cfg.dp)));
     obs.OnEpoch(r);
     if (time_up) {
       stop_reason = "time_limit";
+      break;
+    }
+    if (budget_spent || (cfg.dp && global_step >= dp.max_steps && epoch < cfg.epochs)) {
+      stop_reason = "privacy_budget";
       break;
     }
     bool patience_improved = lower_better ? m < best_for_patience - cfg.early_stopping_min_delta
@@ -304,6 +450,17 @@ Result<TrainSummary> Train(const TrainOptions& options, TrainObserver* observer)
   meta.train_seconds = summary.seconds;
   meta.stop_reason = stop_reason;
   meta.device = backend->name();
+  if (cfg.dp) {
+    meta.dp = true;
+    DpResult final_eps = dp.accountant.GetEpsilon(dp.delta);
+    meta.epsilon = final_eps.epsilon;
+    meta.delta = dp.delta;
+    meta.dp_unit = fmt::format(
+        "one record (one CSV row / text line): example-level DP-SGD, Poisson sampling q={:.4g}, "
+        "noise multiplier {:.4g}, clip {:.4g}, {} steps; covers the weights, not the character set "
+        "or the header",
+        dp.q, dp.sigma, dp.clip, global_step);
+  }
   meta.weights_crc = Crc32(best_params.data(), best_params.size() * sizeof(float));
   DS_RETURN_IF_ERROR(WriteModelParams(dir, cfg, meta));
   cleanup.Release();
