@@ -51,7 +51,8 @@ class CharTokenizer final : public TableTokenizer {
       }
       if (id < 0) {
         out->resize(start);
-        return DS_ERR(kInvalidInput, "character {} at byte {} was not seen in training (char tokenizer)",
+        return DS_ERR(kInvalidInput,
+                      "character {} at byte {} was not seen in training (char tokenizer)",
                       utf8::Describe(cp), at);
       }
       out->push_back(id);
@@ -71,8 +72,8 @@ class CharTokenizer final : public TableTokenizer {
   }
 
  private:
-  std::vector<char32_t> chars_;               // [V - S] ascending
-  std::vector<int32_t> dense_;                // [kDense] code point -> id or -1
+  std::vector<char32_t> chars_;                   // [V - S] ascending
+  std::vector<int32_t> dense_;                    // [kDense] code point -> id or -1
   std::unordered_map<char32_t, int32_t> sparse_;  // code point >= kDense -> id
 };
 
@@ -101,7 +102,8 @@ Result<std::unique_ptr<Tokenizer>> LoadChar(const nlohmann::json& j, bool column
       return DS_ERR(kCorrupt, "{}: chars[{}] is out of order or repeated", path, i);
     chars.push_back(cp);
   }
-  return std::unique_ptr<Tokenizer>(std::make_unique<CharTokenizer>(column_markers, num_columns, chars));
+  return std::unique_ptr<Tokenizer>(
+      std::make_unique<CharTokenizer>(column_markers, num_columns, chars));
 }
 
 }  // namespace ds::tok_internal

@@ -13,9 +13,8 @@
 // text that would need it is an encoding error instead).
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,7 +75,8 @@ class TableTokenizer : public Tokenizer {
 };
 
 // ---- untrusted JSON access: each throws ds::Error(kCorrupt) naming `file` ----
-const nlohmann::json& JsonField(const nlohmann::json& obj, const char* key, const std::string& file);
+const nlohmann::json& JsonField(const nlohmann::json& obj, const char* key,
+                                const std::string& file);
 int64_t JsonInt(const nlohmann::json& obj, const char* key, int64_t lo, int64_t hi,
                 const std::string& file);
 std::string JsonString(const nlohmann::json& obj, const char* key, const std::string& file);

@@ -50,8 +50,8 @@ namespace {
 constexpr char32_t kSpaceMeta = 0x2581;  // SP's whitespace symbol
 
 bool NeedsEscape(char32_t cp) {
-  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || (cp >= 0x2580 && cp <= 0x259F) || cp == 0x2028 ||
-         cp == 0x2029 || cp == 0xFEFF || cp == 0xFFFD;
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || (cp >= 0x2580 && cp <= 0x259F) ||
+         cp == 0x2028 || cp == 0x2029 || cp == 0xFEFF || cp == 0xFFFD;
 }
 
 bool IsPrivateUse(char32_t cp) {
@@ -77,29 +77,36 @@ class SpTokenizer final : public TableTokenizer {
   // Loads the model and builds the id tables. Errors are kCorrupt naming
   // `where` (a loaded file) or kInternal for a freshly trained model.
   Status Init(std::string model_proto, std::string model_type,
-              std::vector<std::pair<char32_t, char32_t>> escapes, const std::string& where, Code code) {
+              std::vector<std::pair<char32_t, char32_t>> escapes, const std::string& where,
+              Code code) {
     model_proto_ = std::move(model_proto);
     model_type_ = std::move(model_type);
     escapes_ = std::move(escapes);
     std::unordered_map<char32_t, char32_t> unescape;  // target -> original
     for (auto [from, to] : escapes_) {
       if (!NeedsEscape(from) || !IsPrivateUse(to) || escape_of_.count(from) || unescape.count(to))
-        return Status(code, fmt::format("{}: invalid escape U+{:04X} -> U+{:04X}", where, uint32_t(from),
-                                        uint32_t(to)), __FILE__, __LINE__);
+        return Status(code,
+                      fmt::format("{}: invalid escape U+{:04X} -> U+{:04X}", where, uint32_t(from),
+                                  uint32_t(to)),
+                      __FILE__, __LINE__);
       escape_of_[from] = to;
       unescape[to] = from;
     }
     auto st = sp_.LoadFromSerializedProto(model_proto_);
     if (!st.ok())
-      return Status(code, fmt::format("{}: not a SentencePiece model: {}", where, st.ToString()), __FILE__,
-                    __LINE__);
-    const int pieces = sp_.GetPieceSize();
-    if (pieces < 1 || sp_.unk_id() != 0 || sp_.bos_id() != -1 || sp_.eos_id() != -1 || sp_.pad_id() != -1)
-      return Status(code, fmt::format("{}: SentencePiece model has an unexpected special-piece layout", where),
+      return Status(code, fmt::format("{}: not a SentencePiece model: {}", where, st.ToString()),
                     __FILE__, __LINE__);
+    const int pieces = sp_.GetPieceSize();
+    if (pieces < 1 || sp_.unk_id() != 0 || sp_.bos_id() != -1 || sp_.eos_id() != -1 ||
+        sp_.pad_id() != -1)
+      return Status(
+          code,
+          fmt::format("{}: SentencePiece model has an unexpected special-piece layout", where),
+          __FILE__, __LINE__);
     for (int p = 1; p < pieces; ++p) {
       if (sp_.IsUnknown(p) || sp_.IsControl(p) || sp_.IsUnused(p) || sp_.IsByte(p))
-        return Status(code, fmt::format("{}: SentencePiece piece {} is not a normal piece", where, p),
+        return Status(code,
+                      fmt::format("{}: SentencePiece piece {} is not a normal piece", where, p),
                       __FILE__, __LINE__);
       const std::string& piece = sp_.IdToPiece(p);
       std::string text;
@@ -108,15 +115,18 @@ class SpTokenizer final : public TableTokenizer {
       char32_t cp = 0, last = 0;
       while (pos < piece.size()) {
         if (!utf8::Next(piece, &pos, &cp))
-          return Status(code, fmt::format("{}: SentencePiece piece {} is not valid UTF-8", where, p), __FILE__,
-                        __LINE__);
+          return Status(code,
+                        fmt::format("{}: SentencePiece piece {} is not valid UTF-8", where, p),
+                        __FILE__, __LINE__);
         if (cp == kSpaceMeta) {
           last = ' ';
         } else if (auto it = unescape.find(cp); it != unescape.end()) {
           last = it->second;
         } else if (NeedsEscape(cp)) {
-          return Status(code, fmt::format("{}: SentencePiece piece {} holds an unescaped U+{:04X}", where, p,
-                                          uint32_t(cp)), __FILE__, __LINE__);
+          return Status(code,
+                        fmt::format("{}: SentencePiece piece {} holds an unescaped U+{:04X}", where,
+                                    p, uint32_t(cp)),
+                        __FILE__, __LINE__);
         } else {
           last = cp;
         }
@@ -124,7 +134,8 @@ class SpTokenizer final : public TableTokenizer {
         ++n;
       }
       if (text.empty())
-        return Status(code, fmt::format("{}: SentencePiece piece {} is empty", where, p), __FILE__, __LINE__);
+        return Status(code, fmt::format("{}: SentencePiece piece {} is empty", where, p), __FILE__,
+                      __LINE__);
       if (n == 1) known_chars_.insert(last);
       AddText(std::move(text));
     }
@@ -148,7 +159,8 @@ class SpTokenizer final : public TableTokenizer {
       }
       const size_t at = pos;
       char32_t cp;
-      if (!utf8::Next(field, &pos, &cp)) return DS_ERR(kInvalidInput, "invalid UTF-8 at byte {}", at);
+      if (!utf8::Next(field, &pos, &cp))
+        return DS_ERR(kInvalidInput, "invalid UTF-8 at byte {}", at);
       if (NeedsEscape(cp)) {
         auto it = escape_of_.find(cp);
         if (it == escape_of_.end()) return Unseen(cp, at);
@@ -202,7 +214,8 @@ class SpTokenizer final : public TableTokenizer {
     return false;
   }
   static Status Unseen(char32_t cp, size_t at) {
-    return DS_ERR(kInvalidInput, "character {} at byte {} was not seen in training (SentencePiece vocabulary)",
+    return DS_ERR(kInvalidInput,
+                  "character {} at byte {} was not seen in training (SentencePiece vocabulary)",
                   utf8::Describe(cp), at);
   }
   // SP produced <unk>: name the first character no single piece covers.
@@ -214,7 +227,8 @@ class SpTokenizer final : public TableTokenizer {
       if (!utf8::Next(field, &pos, &cp)) break;
       if (!known_chars_.count(cp)) return Unseen(cp, at);
     }
-    return DS_ERR(kInvalidInput, "text cannot be encoded with the SentencePiece vocabulary (unknown piece)");
+    return DS_ERR(kInvalidInput,
+                  "text cannot be encoded with the SentencePiece vocabulary (unknown piece)");
   }
 
   std::string model_proto_;  // serialized SP ModelProto (tokenizer.model)
@@ -279,31 +293,36 @@ std::vector<size_t> SelectRecords(const TokenizerConfig& config,
 
 }  // namespace
 
-Result<std::unique_ptr<Tokenizer>> TrainSentencePiece(const TokenizerConfig& config,
-                                                      const std::vector<std::vector<std::string>>& records,
-                                                      const std::vector<char32_t>& chars) {
+Result<std::unique_ptr<Tokenizer>> TrainSentencePiece(
+    const TokenizerConfig& config, const std::vector<std::vector<std::string>>& records,
+    const std::vector<char32_t>& chars) {
   if (config.sp_model_type != "unigram" && config.sp_model_type != "bpe")
-    return DS_ERR(kInvalidArgument, "sp_model_type '{}': expected 'unigram' or 'bpe'", config.sp_model_type);
+    return DS_ERR(kInvalidArgument, "sp_model_type '{}': expected 'unigram' or 'bpe'",
+                  config.sp_model_type);
   if (!(config.character_coverage > 0.0 && config.character_coverage <= 1.0))
-    return DS_ERR(kInvalidArgument, "character_coverage {} must be in (0, 1]", config.character_coverage);
+    return DS_ERR(kInvalidArgument, "character_coverage {} must be in (0, 1]",
+                  config.character_coverage);
   if (config.pretrain_sentence_count < 1)
-    return DS_ERR(kInvalidArgument, "pretrain_sentence_count {} must be positive", config.pretrain_sentence_count);
+    return DS_ERR(kInvalidArgument, "pretrain_sentence_count {} must be positive",
+                  config.pretrain_sentence_count);
   if (config.max_line_len < 1)
     return DS_ERR(kInvalidArgument, "max_line_len {} must be positive", config.max_line_len);
   const int specials = config.column_markers ? 1 + config.num_columns : 2;
   // Our vocabulary = specials + SP pieces - 1 (<unk> has no id).
   const int64_t sp_vocab = int64_t(config.vocab_size) - specials + 1;
   if (sp_vocab < 2)
-    return DS_ERR(kInvalidArgument, "vocab_size {} leaves no room for text tokens after {} special tokens",
+    return DS_ERR(kInvalidArgument,
+                  "vocab_size {} leaves no room for text tokens after {} special tokens",
                   config.vocab_size, specials);
   for (size_t r = 0; r < records.size(); ++r) {
     size_t len = records[r].size() - 1;
     for (const auto& f : records[r]) len += f.size();
     if (len > size_t(config.max_line_len))
-      return DS_ERR(kInvalidInput,
-                    "training record {}: {} bytes is longer than max_line_len {} (raise max_line_len or drop "
-                    "the record)",
-                    r + 1, len, config.max_line_len);
+      return DS_ERR(
+          kInvalidInput,
+          "training record {}: {} bytes is longer than max_line_len {} (raise max_line_len or drop "
+          "the record)",
+          r + 1, len, config.max_line_len);
   }
 
   // Escapes: each character SP must not see gets an unused private-use stand-in.
@@ -317,7 +336,8 @@ Result<std::unique_ptr<Tokenizer>> TrainSentencePiece(const TokenizerConfig& con
         ++next;
         if (next == 0xF900) next = 0xF0000;
         if (next == 0xFFFFE) next = 0x100000;
-        if (next > 0x10FFFD) DS_THROW(kInvalidInput, "no unused private-use code points left for escapes");
+        if (next > 0x10FFFD)
+          DS_THROW(kInvalidInput, "no unused private-use code points left for escapes");
       }
     };
     Status st = Capture([&] {
@@ -335,6 +355,7 @@ Result<std::unique_ptr<Tokenizer>> TrainSentencePiece(const TokenizerConfig& con
 
   std::vector<std::string> sentences;
   size_t longest = 0;
+  int64_t code_points = 0;  // of all sentences
   for (size_t r : SelectRecords(config, records)) {
     for (const auto& f : records[r]) {
       if (f.empty()) continue;
@@ -343,6 +364,7 @@ Result<std::unique_ptr<Tokenizer>> TrainSentencePiece(const TokenizerConfig& con
       size_t pos = 0;
       char32_t cp;
       while (utf8::Next(f, &pos, &cp)) {
+        ++code_points;
         auto it = escape_of.find(cp);
         utf8::Append(it == escape_of.end() ? cp : it->second, &s);
       }
@@ -351,11 +373,13 @@ Result<std::unique_ptr<Tokenizer>> TrainSentencePiece(const TokenizerConfig& con
     }
   }
   if (sentences.empty())
-    return DS_ERR(kInvalidInput, "no field text to train a SentencePiece tokenizer on ({} records, all empty)",
+    return DS_ERR(kInvalidInput,
+                  "no field text to train a SentencePiece tokenizer on ({} records, all empty)",
                   records.size());
   if (config.character_coverage >= 1.0 && int64_t(distinct_chars) + 1 > sp_vocab)
     return DS_ERR(kInvalidArgument,
-                  "vocab_size {} is too small: the data has {} distinct characters, which need {} ids plus {} "
+                  "vocab_size {} is too small: the data has {} distinct characters, which need {} "
+                  "ids plus {} "
                   "special tokens (raise vocab_size or lower character_coverage)",
                   config.vocab_size, distinct_chars, distinct_chars, specials);
 
@@ -367,6 +391,7 @@ Result<std::unique_ptr<Tokenizer>> TrainSentencePiece(const TokenizerConfig& con
       {"remove_extra_whitespaces", "false"},
       {"add_dummy_prefix", "false"},
       {"split_by_whitespace", "true"},
+      {"max_sentencepiece_length", "16"},
       {"byte_fallback", "false"},
       {"unk_id", "0"},
       {"bos_id", "-1"},
@@ -375,11 +400,16 @@ Result<std::unique_ptr<Tokenizer>> TrainSentencePiece(const TokenizerConfig& con
       {"num_threads", "2"},
       {"input_sentence_size", "0"},
       {"shuffle_input_sentence", "false"},
-      {"max_sentence_length", fmt::format("{}", std::max<size_t>(config.max_line_len, longest) * 3 + 16)},
+      {"max_sentence_length",
+       fmt::format("{}", std::max<size_t>(config.max_line_len, longest) * 3 + 16)},
       {"minloglevel", "2"},
   };
   std::string proto;
-  int64_t want = std::min<int64_t>(sp_vocab, INT32_MAX);
+  // No vocabulary can be larger than <unk> + the characters + the distinct
+  // substrings of 2..16 characters; SP's run time grows with the requested
+  // size, so ask for no more than that (the result is the same).
+  const int64_t bound = 1 + int64_t(distinct_chars) + 15 * code_points;
+  int64_t want = std::min<int64_t>({sp_vocab, bound, INT32_MAX});
   {
     std::lock_guard<std::mutex> lock(TrainMutex());
     for (int attempt = 0;; ++attempt) {
@@ -396,7 +426,8 @@ Result<std::unique_ptr<Tokenizer>> TrainSentencePiece(const TokenizerConfig& con
         continue;
       }
       if (msg.find("smaller than required_chars") != std::string::npos)
-        return DS_ERR(kInvalidArgument, "vocab_size {} is too small for the characters of the data: {}",
+        return DS_ERR(kInvalidArgument,
+                      "vocab_size {} is too small for the characters of the data: {}",
                       config.vocab_size, msg);
       return DS_ERR(kInvalidInput, "SentencePiece training failed: {}", msg);
     }
@@ -433,7 +464,8 @@ Result<std::unique_ptr<Tokenizer>> LoadSentencePiece(const nlohmann::json& j, bo
   std::vector<std::pair<char32_t, char32_t>> escapes;
   for (size_t i = 0; i < esc.size(); ++i) {
     const auto& e = esc[i];
-    if (!e.is_array() || e.size() != 2 || !e[0].is_number_unsigned() || !e[1].is_number_unsigned() ||
+    if (!e.is_array() || e.size() != 2 || !e[0].is_number_unsigned() ||
+        !e[1].is_number_unsigned() ||
         !utf8::IsScalar(int64_t(std::min<uint64_t>(e[0].get<uint64_t>(), 0x7FFFFFFF))) ||
         !utf8::IsScalar(int64_t(std::min<uint64_t>(e[1].get<uint64_t>(), 0x7FFFFFFF))))
       return DS_ERR(kCorrupt, "{}: escapes[{}] is not a pair of code points", json_path, i);
@@ -441,11 +473,14 @@ Result<std::unique_ptr<Tokenizer>> LoadSentencePiece(const nlohmann::json& j, bo
   }
   DS_ASSIGN_OR_RETURN(std::string proto, ReadFile(model_path, size_t(1) << 30));
   if (int64_t(proto.size()) != bytes || Crc32(proto) != uint32_t(crc))
-    return DS_ERR(kCorrupt, "{}: does not match {} (size {} vs {}, crc32 {:08x} vs {:08x}): not the model saved "
-                  "with this tokenizer",
-                  model_path, kJsonFile, proto.size(), bytes, Crc32(proto), uint32_t(crc));
+    return DS_ERR(
+        kCorrupt,
+        "{}: does not match {} (size {} vs {}, crc32 {:08x} vs {:08x}): not the model saved "
+        "with this tokenizer",
+        model_path, kJsonFile, proto.size(), bytes, Crc32(proto), uint32_t(crc));
   auto tok = std::make_unique<SpTokenizer>(column_markers, num_columns);
-  DS_RETURN_IF_ERROR(tok->Init(std::move(proto), model_type, std::move(escapes), model_path, Code::kCorrupt));
+  DS_RETURN_IF_ERROR(
+      tok->Init(std::move(proto), model_type, std::move(escapes), model_path, Code::kCorrupt));
   if (tok->vocab_size() - tok->num_specials() + 1 != pieces)
     return DS_ERR(kCorrupt, "{}: {} pieces, but {} says {}", model_path,
                   tok->vocab_size() - tok->num_specials() + 1, kJsonFile, pieces);

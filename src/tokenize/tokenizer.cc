@@ -54,7 +54,8 @@ nlohmann::json TableTokenizer::CommonJson() const {
   return j;
 }
 
-const nlohmann::json& JsonField(const nlohmann::json& obj, const char* key, const std::string& file) {
+const nlohmann::json& JsonField(const nlohmann::json& obj, const char* key,
+                                const std::string& file) {
   if (!obj.is_object()) DS_THROW(kCorrupt, "{}: expected a JSON object around '{}'", file, key);
   auto it = obj.find(key);
   if (it == obj.end()) DS_THROW(kCorrupt, "{}: missing key '{}'", file, key);
@@ -69,7 +70,8 @@ int64_t JsonInt(const nlohmann::json& obj, const char* key, int64_t lo, int64_t 
   if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
     DS_THROW(kCorrupt, "{}: '{}' is out of range", file, key);
   const int64_t x = v.get<int64_t>();
-  if (x < lo || x > hi) DS_THROW(kCorrupt, "{}: '{}' = {} is outside [{}, {}]", file, key, x, lo, hi);
+  if (x < lo || x > hi)
+    DS_THROW(kCorrupt, "{}: '{}' = {} is outside [{}, {}]", file, key, x, lo, hi);
   return x;
 }
 
@@ -89,16 +91,19 @@ const nlohmann::json& JsonArray(const nlohmann::json& obj, const char* key, size
                                 const std::string& file) {
   const auto& v = JsonField(obj, key, file);
   if (!v.is_array()) DS_THROW(kCorrupt, "{}: '{}' must be an array", file, key);
-  if (v.size() > max_size) DS_THROW(kCorrupt, "{}: '{}' has {} entries (at most {})", file, key, v.size(), max_size);
+  if (v.size() > max_size)
+    DS_THROW(kCorrupt, "{}: '{}' has {} entries (at most {})", file, key, v.size(), max_size);
   return v;
 }
 
 Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return DS_ERR(kNotFound, "{}: no such file", path);
+  if (!std::filesystem::is_regular_file(path, ec))
+    return DS_ERR(kNotFound, "{}: no such file", path);
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) return DS_ERR(kIo, "{}: cannot stat: {}", path, ec.message());
-  if (size > max_bytes) return DS_ERR(kCorrupt, "{}: {} bytes is larger than the limit {}", path, size, max_bytes);
+  if (size > max_bytes)
+    return DS_ERR(kCorrupt, "{}: {} bytes is larger than the limit {}", path, size, max_bytes);
   std::ifstream in(path, std::ios::binary);
   if (!in) return DS_ERR(kIo, "{}: cannot open for reading", path);
   std::string data(size, '\0');
@@ -137,8 +142,8 @@ Result<std::vector<char32_t>> CheckRecords(const TokenizerConfig& config,
     const auto& rec = records[r];
     if (rec.empty()) return DS_ERR(kInvalidInput, "training record {}: no fields", r + 1);
     if (config.column_markers && static_cast<int>(rec.size()) != config.num_columns)
-      return DS_ERR(kInvalidInput, "training record {}: {} fields, expected {} (num_columns)", r + 1,
-                    rec.size(), config.num_columns);
+      return DS_ERR(kInvalidInput, "training record {}: {} fields, expected {} (num_columns)",
+                    r + 1, rec.size(), config.num_columns);
     for (size_t f = 0; f < rec.size(); ++f) {
       const std::string& s = rec[f];
       size_t pos = 0;
@@ -151,8 +156,8 @@ Result<std::vector<char32_t>> CheckRecords(const TokenizerConfig& config,
         }
         char32_t cp;
         if (!utf8::Next(s, &pos, &cp))
-          return DS_ERR(kInvalidInput, "training record {}: field {}: invalid UTF-8 at byte {}", r + 1,
-                        f + 1, pos);
+          return DS_ERR(kInvalidInput, "training record {}: field {}: invalid UTF-8 at byte {}",
+                        r + 1, f + 1, pos);
         other.insert(cp);
       }
     }
@@ -182,7 +187,8 @@ int ParseSpVocabLimit(std::string_view message) {
 
 using namespace tok_internal;
 
-Status Tokenizer::EncodeRecord(const std::vector<std::string>& fields, std::vector<int32_t>* out) const {
+Status Tokenizer::EncodeRecord(const std::vector<std::string>& fields,
+                               std::vector<int32_t>* out) const {
   if (fields.empty()) return DS_ERR(kInvalidInput, "record has no fields");
   if (column_markers() && static_cast<int>(fields.size()) != num_columns())
     return DS_ERR(kInvalidInput, "record has {} fields, expected {}", fields.size(), num_columns());
@@ -203,7 +209,8 @@ Status Tokenizer::EncodeRecord(const std::vector<std::string>& fields, std::vect
   return Status::Ok();
 }
 
-Status Tokenizer::EncodePrefix(const std::vector<std::string>& fields, std::vector<int32_t>* out) const {
+Status Tokenizer::EncodePrefix(const std::vector<std::string>& fields,
+                               std::vector<int32_t>* out) const {
   if (column_markers() && static_cast<int>(fields.size()) >= num_columns())
     return DS_ERR(kInvalidInput, "start has {} fields; with {} columns at most {} can be given",
                   fields.size(), num_columns(), num_columns() - 1);
@@ -220,13 +227,14 @@ Status Tokenizer::EncodePrefix(const std::vector<std::string>& fields, std::vect
   return Status::Ok();
 }
 
-Result<std::unique_ptr<Tokenizer>> TrainTokenizer(const TokenizerConfig& config,
-                                                  const std::vector<std::vector<std::string>>& records) {
+Result<std::unique_ptr<Tokenizer>> TrainTokenizer(
+    const TokenizerConfig& config, const std::vector<std::vector<std::string>>& records) {
   if (config.type != "char" && config.type != "sentencepiece")
-    return DS_ERR(kInvalidArgument, "tokenizer type '{}': expected 'sentencepiece' or 'char'", config.type);
+    return DS_ERR(kInvalidArgument, "tokenizer type '{}': expected 'sentencepiece' or 'char'",
+                  config.type);
   if (config.column_markers && (config.num_columns < 1 || config.num_columns > kMaxColumns))
-    return DS_ERR(kInvalidArgument, "column markers need num_columns in [1, {}], got {}", kMaxColumns,
-                  config.num_columns);
+    return DS_ERR(kInvalidArgument, "column markers need num_columns in [1, {}], got {}",
+                  kMaxColumns, config.num_columns);
   DS_ASSIGN_OR_RETURN(std::vector<char32_t> chars, CheckRecords(config, records));
   if (config.type == "char") return TrainChar(config, chars);
   return TrainSentencePiece(config, records, chars);
@@ -248,14 +256,14 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& dir) {
       return DS_ERR(kCorrupt, "{}: not a datasynth tokenizer file", path);
     const int64_t version = JsonInt(j, "format_version", 0, INT32_MAX, path);
     if (version != kFormatVersion)
-      return DS_ERR(kCorrupt, "{}: format_version {} is not supported (this build reads {})", path, version,
-                    kFormatVersion);
+      return DS_ERR(kCorrupt, "{}: format_version {} is not supported (this build reads {})", path,
+                    version, kFormatVersion);
     const std::string type = JsonString(j, "type", path);
     const bool markers = JsonBool(j, "column_markers", path);
     const int num_columns = static_cast<int>(JsonInt(j, "num_columns", 0, kMaxColumns, path));
     if (markers != (num_columns > 0))
-      return DS_ERR(kCorrupt, "{}: column_markers {} does not agree with num_columns {}", path, markers,
-                    num_columns);
+      return DS_ERR(kCorrupt, "{}: column_markers {} does not agree with num_columns {}", path,
+                    markers, num_columns);
     const auto& specials = JsonArray(j, "specials", size_t(kMaxColumns) + 2, path);
     if (specials != nlohmann::json(SpecialNames(markers, num_columns)))
       return DS_ERR(kCorrupt, "{}: 'specials' does not match the column settings", path);
@@ -270,8 +278,8 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& dir) {
     }
     if (!tok.ok()) return tok.status();
     if ((*tok)->vocab_size() != vocab)
-      return DS_ERR(kCorrupt, "{}: vocab_size {} does not match the vocabulary ({} ids)", path, vocab,
-                    (*tok)->vocab_size());
+      return DS_ERR(kCorrupt, "{}: vocab_size {} does not match the vocabulary ({} ids)", path,
+                    vocab, (*tok)->vocab_size());
     result = std::move(tok);
     return Status::Ok();
   });

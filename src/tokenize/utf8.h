@@ -48,7 +48,9 @@ inline bool Next(std::string_view s, size_t* pos, char32_t* cp) {
 }
 
 // True for a Unicode scalar value (a code point UTF-8 may encode).
-inline bool IsScalar(int64_t cp) { return cp >= 0 && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF); }
+inline bool IsScalar(int64_t cp) {
+  return cp >= 0 && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+}
 
 // Appends the UTF-8 encoding of a scalar value.
 inline void Append(char32_t cp, std::string* out) {
