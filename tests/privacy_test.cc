@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "privacy/dp_config.h"
 #include "privacy/rdp_accountant.h"
 #include "privacy/secure_noise.h"
 
@@ -256,6 +257,56 @@ TEST(RdpAccountant, RejectsInvalidInput) {
   EXPECT_TRUE(CheckDpParams({0.1, 1.0, 10, 1e-5}).ok());
   EXPECT_THROW(ComputeEpsilon({0.1, 1.0, 10, 0.0}), Error);
   EXPECT_THROW(ComputeRdp(0.1, 1.0, {1.0}), Error);
+}
+
+TEST(DpConfig, PlanFromNoiseMultiplier) {
+  DpSettings s;
+  s.dp = true;
+  s.dp_noise_multiplier = 1.1;
+  s.dp_l2_norm_clip = 1.5;
+  const Result<DpPlan> p = PlanDp(s, 60000, 256, 60);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_DOUBLE_EQ(p->sampling_rate, 256.0 / 60000);
+  EXPECT_EQ(p->steps, 14063);
+  EXPECT_DOUBLE_EQ(p->delta, 1.0 / 60000);  // the reference's delta = 1/n
+  EXPECT_DOUBLE_EQ(p->noise_stddev, 1.1 * 1.5);
+  EXPECT_DOUBLE_EQ(p->expected.epsilon,
+                   ComputeEpsilon({256.0 / 60000, 1.1, 14063, 1.0 / 60000}).epsilon);
+  EXPECT_NE(DescribeDpPlan(p.value()).find("steps=14063"), std::string::npos);
+}
+
+TEST(DpConfig, PlanFromTargetEpsilon) {
+  DpSettings s;
+  s.dp = true;
+  s.dp_target_epsilon = 5.0;
+  s.dp_delta = 1e-5;
+  const Result<DpPlan> p = PlanDp(s, 7043, 64, 30);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_LE(p->expected.epsilon, 5.0);
+  EXPECT_GT(p->expected.epsilon, 4.99);
+  EXPECT_DOUBLE_EQ(p->delta, 1e-5);
+  // The reference's default noise (0.1) over the same run: epsilon in the
+  // hundreds or more, which is why the target mode exists.
+  DpSettings weak;
+  weak.dp = true;
+  EXPECT_GT(PlanDp(weak, 7043, 64, 30)->expected.epsilon, 100.0);
+}
+
+TEST(DpConfig, PlanErrors) {
+  DpSettings s;
+  s.dp = true;
+  s.dp_l2_norm_clip = 0;
+  EXPECT_NE(PlanDp(s, 1000, 64, 1).status().message().find("dp_l2_norm_clip"), std::string::npos);
+  s.dp_l2_norm_clip = 1;
+  const Status few = PlanDp(s, 10, 64, 1).status();
+  EXPECT_EQ(few.code(), Code::kInvalidInput);
+  EXPECT_NE(few.message().find("too few records"), std::string::npos);
+  s.dp_target_epsilon = 1e-3;  // unreachable: q = 0.64 over 157 steps, even with sigma = 1000
+  s.dp_delta = 1e-5;
+  EXPECT_NE(PlanDp(s, 100, 64, 100).status().message().find("unreachable"), std::string::npos);
+  s.dp_target_epsilon = 0;
+  s.dp_delta = 1.0;
+  EXPECT_NE(PlanDp(s, 1000, 64, 1).status().message().find("dp_delta"), std::string::npos);
 }
 
 // ---------------------------------------------------------------- ChaCha20

@@ -4,6 +4,10 @@
 #include <string.h>  // explicit_bzero
 #include <sys/random.h>
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -34,48 +38,50 @@ inline void QuarterRound(uint32_t* x, int a, int b, int c, int d) {
   x[b] = Rotl(x[b], 7);
 }
 
-// ---- 8 blocks side by side: x[w][lane], each step a loop over lanes (vectorizes) ----
+// ---- 8 blocks side by side, one block per vector lane (GCC/Clang vector
+// extensions: AVX2/AVX-512 registers where available, plain code elsewhere) ----
 constexpr int kLanes = 8;
-using Lanes = uint32_t[16][kLanes];
+typedef uint32_t U32x8 __attribute__((vector_size(32)));
 
-#define DS_QR8(a, b, c, d)           \
-  for (int l = 0; l < kLanes; ++l) { \
-    x[a][l] += x[b][l];              \
-    x[d][l] ^= x[a][l];              \
-    x[d][l] = Rotl(x[d][l], 16);     \
-    x[c][l] += x[d][l];              \
-    x[b][l] ^= x[c][l];              \
-    x[b][l] = Rotl(x[b][l], 12);     \
-    x[a][l] += x[b][l];              \
-    x[d][l] ^= x[a][l];              \
-    x[d][l] = Rotl(x[d][l], 8);      \
-    x[c][l] += x[d][l];              \
-    x[b][l] ^= x[c][l];              \
-    x[b][l] = Rotl(x[b][l], 7);      \
-  }
+[[gnu::always_inline]] inline U32x8 Rotl8(U32x8 v, int c) { return (v << c) | (v >> (32 - c)); }
 
+[[gnu::always_inline]] inline void QuarterRound8(U32x8 (&x)[16], int a, int b, int c, int d) {
+  x[a] += x[b];
+  x[d] = Rotl8(x[d] ^ x[a], 16);
+  x[c] += x[d];
+  x[b] = Rotl8(x[b] ^ x[c], 12);
+  x[a] += x[b];
+  x[d] = Rotl8(x[d] ^ x[a], 8);
+  x[c] += x[d];
+  x[b] = Rotl8(x[b] ^ x[c], 7);
+}
+
+// x[w][l] = word w of the block with counter `counter + l`.
 [[gnu::always_inline]] inline void Block8(const uint32_t key[8], uint64_t counter, uint64_t nonce,
-                                          Lanes& x) {
-  Lanes s;
+                                          U32x8 (&x)[16]) {
+  U32x8 s[16];
+  for (int w = 0; w < 4; ++w) s[w] = U32x8{} + kSigma[w];
+  for (int w = 0; w < 8; ++w) s[4 + w] = U32x8{} + key[w];
   for (int l = 0; l < kLanes; ++l) {
-    for (int w = 0; w < 4; ++w) s[w][l] = kSigma[w];
-    for (int w = 0; w < 8; ++w) s[4 + w][l] = key[w];
     const uint64_t c = counter + uint64_t(l);
     s[12][l] = uint32_t(c);
     s[13][l] = uint32_t(c >> 32);
-    s[14][l] = uint32_t(nonce);
-    s[15][l] = uint32_t(nonce >> 32);
   }
-  std::memcpy(x, s, sizeof(Lanes));
+  s[14] = U32x8{} + uint32_t(nonce);
+  s[15] = U32x8{} + uint32_t(nonce >> 32);
+  for (int w = 0; w < 16; ++w) x[w] = s[w];
   for (int r = 0; r < 10; ++r) {
-    DS_QR8(0, 4, 8, 12)
-    DS_QR8(1, 5, 9, 13) DS_QR8(2, 6, 10, 14) DS_QR8(3, 7, 11, 15) DS_QR8(0, 5, 10, 15)
-        DS_QR8(1, 6, 11, 12) DS_QR8(2, 7, 8, 13) DS_QR8(3, 4, 9, 14)
+    QuarterRound8(x, 0, 4, 8, 12);
+    QuarterRound8(x, 1, 5, 9, 13);
+    QuarterRound8(x, 2, 6, 10, 14);
+    QuarterRound8(x, 3, 7, 11, 15);
+    QuarterRound8(x, 0, 5, 10, 15);
+    QuarterRound8(x, 1, 6, 11, 12);
+    QuarterRound8(x, 2, 7, 8, 13);
+    QuarterRound8(x, 3, 4, 9, 14);
   }
-  for (int w = 0; w < 16; ++w)
-    for (int l = 0; l < kLanes; ++l) x[w][l] += s[w][l];
+  for (int w = 0; w < 16; ++w) x[w] += s[w];
 }
-#undef DS_QR8
 
 // ---- branch-free math kernels (vectorizable) ----
 
@@ -122,7 +128,8 @@ constexpr double InvFact(int n) {
 // (remainder < 1e-17), then rotate by q quarter turns.
 inline void SinCos2Pi(double u, double* sin_out, double* cos_out) {
   const double t = 4.0 * u;
-  const double q = std::floor(t + 0.5);  // 0..4
+  const int64_t qn = int64_t(t + 0.5);  // round(4u): 0..4 (truncation = floor here)
+  const double q = double(qn);
   const double th = (t - q) * 1.57079632679489661923;
   const double t2 = th * th;
   double sp = InvFact(17);
@@ -144,30 +151,50 @@ inline void SinCos2Pi(double u, double* sin_out, double* cos_out) {
   cp = cp * t2 + InvFact(4);
   cp = cp * t2 - InvFact(2);
   const double cn = 1.0 + cp * t2;
-  const double qm = q - 4.0 * std::floor(q * 0.25);  // q mod 4
-  const bool swap = (qm == 1.0) | (qm == 3.0);
-  const double c0 = swap ? sn : cn;
-  const double s0 = swap ? cn : sn;
-  *cos_out = ((qm == 1.0) | (qm == 2.0)) ? -c0 : c0;
-  *sin_out = ((qm == 2.0) | (qm == 3.0)) ? -s0 : s0;
+  // Rotate by qn quarter turns: (c, s) -> (-s, c) per turn. Integer selects
+  // keep the loop vectorizable (std::floor and bool temporaries do not).
+  const int64_t qi = qn & 3;
+  const double c0 = (qi & 1) ? sn : cn;
+  const double s0 = (qi & 1) ? cn : sn;
+  *cos_out = ((qi + 1) & 2) ? -c0 : c0;  // quadrants 1, 2
+  *sin_out = (qi & 2) ? -s0 : s0;        // quadrants 2, 3
+}
+
+// out[i] = sqrt(in[i]) for in[i] >= 0, n a multiple of 8. std::sqrt does not
+// vectorize without -fno-math-errno (it may set errno), so use the packed
+// instruction where the target has one.
+inline void SqrtArray(const double* in, double* out, int n) {
+// (256-bit: GCC 12's _mm512_sqrt_pd trips -Werror=uninitialized.)
+#if defined(__AVX__)
+  for (int i = 0; i < n; i += 4) _mm256_store_pd(out + i, _mm256_sqrt_pd(_mm256_load_pd(in + i)));
+#elif defined(__SSE2__)
+  for (int i = 0; i < n; i += 2) _mm_store_pd(out + i, _mm_sqrt_pd(_mm_load_pd(in + i)));
+#else
+  for (int i = 0; i < n; ++i) out[i] = std::sqrt(in[i]);
+#endif
 }
 
 // 64 standard normals from the 8 blocks at counter..counter+7 (layout: header).
 void NormalGroup(const uint32_t key[8], uint64_t nonce, uint64_t counter, double* z /*[64]*/) {
-  alignas(64) Lanes x;
+  U32x8 x[16];
   Block8(key, counter, nonce, x);
   alignas(64) uint64_t v[64];  // [8 word pairs][8 blocks]
   for (int k = 0; k < 8; ++k)
     for (int l = 0; l < kLanes; ++l)
       v[k * 8 + l] = uint64_t(x[2 * k][l]) | (uint64_t(x[2 * k + 1][l]) << 32);
+  alignas(64) double u1[32], u2[32];
   for (int i = 0; i < 32; ++i) {
-    const double u1 = 1.0 - Unit53(v[i]);  // (0, 1]
-    const double u2 = Unit53(v[32 + i]);   // [0, 1)
-    const double r = std::sqrt(-2.0 * LogKernel(u1));
+    u1[i] = 1.0 - Unit53(v[i]);  // (0, 1]
+    u2[i] = Unit53(v[32 + i]);   // [0, 1)
+  }
+  alignas(64) double w[32], r[32];  // w = -2 ln u1, r = sqrt(w)
+  for (int i = 0; i < 32; ++i) w[i] = -2.0 * LogKernel(u1[i]);
+  SqrtArray(w, r, 32);
+  for (int i = 0; i < 32; ++i) {
     double s, c;
-    SinCos2Pi(u2, &s, &c);
-    z[i] = r * c;
-    z[32 + i] = r * s;
+    SinCos2Pi(u2[i], &s, &c);
+    z[i] = r[i] * c;
+    z[32 + i] = r[i] * s;
   }
 }
 
@@ -221,9 +248,10 @@ void ChaCha20Xor(const uint8_t key[32], uint32_t counter, const uint8_t nonce[12
 }
 
 void ChaCha20Block8(const uint32_t key[8], uint64_t counter, uint64_t nonce, uint32_t out[16][8]) {
-  Lanes x;
+  U32x8 x[16];
   Block8(key, counter, nonce, x);
-  std::memcpy(out, x, sizeof(Lanes));
+  for (int w = 0; w < 16; ++w)
+    for (int l = 0; l < kLanes; ++l) out[w][l] = x[w][l];
 }
 
 SecureGaussian::SecureGaussian(const uint32_t key[8], uint64_t nonce) : nonce_(nonce) {
