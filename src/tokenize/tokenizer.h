@@ -60,11 +60,11 @@ class Tokenizer {
   // Field index of a kColumn token, else -1.
   virtual int column(int id) const = 0;
 
-  virtual int end_id() const = 0;        // <n>
-  virtual int delimiter_id() const = 0;  // <d>, or -1 with column markers
+  virtual int end_id() const = 0;          // <n>
+  virtual int delimiter_id() const = 0;    // <d>, or -1 with column markers
   virtual int column_id(int k) const = 0;  // <colK>, or -1 without markers
   virtual bool column_markers() const = 0;
-  virtual int num_columns() const = 0;     // 0 without markers
+  virtual int num_columns() const = 0;  // 0 without markers
 
   // Appends the ids of one field's text (no special tokens). Errors name the
   // offending character (e.g. a character the char tokenizer never saw).
@@ -84,8 +84,8 @@ class Tokenizer {
 
 // Trains a tokenizer on `records` (each a list of fields). `workdir` may be
 // used for temporary files.
-Result<std::unique_ptr<Tokenizer>> TrainTokenizer(const TokenizerConfig& config,
-                                                  const std::vector<std::vector<std::string>>& records);
+Result<std::unique_ptr<Tokenizer>> TrainTokenizer(
+    const TokenizerConfig& config, const std::vector<std::vector<std::string>>& records);
 // Loads a tokenizer saved by Save(); every file is validated.
 Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& dir);
 
