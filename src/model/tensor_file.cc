@@ -95,9 +95,10 @@ MappedTensorFile::~MappedTensorFile() {
 
 Result<std::unique_ptr<MappedTensorFile>> MappedTensorFile::Open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return DS_ERR(errno == ENOENT ? Code::kNotFound : Code::kIo, "{}: cannot open: {}", path,
-                  std::strerror(errno));
+  if (fd < 0) {
+    if (errno == ENOENT) return DS_ERR(kNotFound, "{}: missing weights file", path);
+    return DS_ERR(kIo, "{}: cannot open: {}", path, std::strerror(errno));
+  }
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int e = errno;

@@ -9,6 +9,7 @@
 
 #include "backend/backend.h"
 #include "generate/column_rules.h"
+#include "privacy/dp_config.h"
 #include "privacy/rdp_accountant.h"
 #include "privacy/secure_noise.h"
 #include "train/dataset.h"
@@ -245,23 +246,25 @@ Result<TrainSummary> Train(const TrainOptions& options, TrainObserver* observer)
                     options.input_path, recs.records(), cfg.batch_size);
     if (recs.truncated() > 0)
       obs.OnInfo(fmt::format("dp: {} records longer than {} tokens were truncated", recs.truncated(), cap));
-    int64_t n = recs.records();
-    dp.q = double(cfg.batch_size) / double(n);
-    dp.clip = cfg.dp_l2_norm_clip;
-    dp.delta = cfg.dp_delta > 0 ? cfg.dp_delta : 1.0 / double(n);
-    dp.steps_per_epoch = (n + cfg.batch_size - 1) / cfg.batch_size;
-    int64_t total_steps = dp.steps_per_epoch * cfg.epochs;
-    dp.sigma = cfg.dp_noise_multiplier;
-    dp.max_steps = total_steps;
+    DpSettings ds_settings;
+    ds_settings.dp = true;
+    ds_settings.dp_noise_multiplier = cfg.dp_noise_multiplier;
+    ds_settings.dp_l2_norm_clip = cfg.dp_l2_norm_clip;
+    ds_settings.dp_target_epsilon = cfg.dp_target_epsilon;
+    ds_settings.dp_delta = cfg.dp_delta;
+    DS_ASSIGN_OR_RETURN(DpPlan plan, PlanDp(ds_settings, recs.records(), cfg.batch_size, cfg.epochs));
+    dp.q = plan.sampling_rate;
+    dp.sigma = plan.noise_multiplier;
+    dp.clip = plan.l2_norm_clip;
+    dp.delta = plan.delta;
+    dp.steps_per_epoch = (recs.records() + cfg.batch_size - 1) / cfg.batch_size;
+    dp.max_steps = plan.steps;
     if (cfg.dp_target_epsilon > 0) {
-      DS_ASSIGN_OR_RETURN(dp.sigma, NoiseForTargetEpsilon(cfg.dp_target_epsilon, dp.q, total_steps, dp.delta));
-      dp.max_steps = std::min(total_steps,
-                              MaxStepsWithinBudget(cfg.dp_target_epsilon, dp.q, dp.sigma, dp.delta));
+      dp.max_steps = std::min(plan.steps, MaxStepsWithinBudget(cfg.dp_target_epsilon, dp.q,
+                                                               dp.sigma, dp.delta));
       cfg.dp_noise_multiplier = dp.sigma;
-      obs.OnInfo(fmt::format("dp: noise multiplier {:.4f} meets epsilon {} at delta {:.3g} over {} epochs",
-                             dp.sigma, cfg.dp_target_epsilon, dp.delta, cfg.epochs));
     }
-    DS_RETURN_IF_ERROR(CheckDpParams({dp.q, dp.sigma, total_steps, dp.delta}));
+    obs.OnInfo(DescribeDpPlan(plan));
     dp.threshold = NormalQuantile(dp.q);
     dp.noise = std::make_unique<SecureGaussian>(cfg.dp_deterministic_noise
                                                     ? SecureGaussian::Deterministic(seed)
