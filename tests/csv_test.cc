@@ -3,11 +3,11 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
-#include <gtest/gtest.h>
 #include <string>
 #include <vector>
 
@@ -52,8 +52,7 @@ class CsvTest : public testing::Test {
 
   // Reads every record; fails the test on error.
   Rows ReadAll(const std::string& path, CsvOptions opts = {},
-               std::vector<std::string>* header = nullptr,
-               std::vector<int64_t>* lines = nullptr) {
+               std::vector<std::string>* header = nullptr, std::vector<int64_t>* lines = nullptr) {
     Rows rows;
     auto r = CsvReader::Open(path, opts);
     EXPECT_TRUE(r.ok()) << r.status().message();
@@ -128,8 +127,9 @@ TEST_F(CsvTest, FixtureWithBomCrlfQuotesAndMultilineFields) {
 }
 
 TEST_F(CsvTest, QuotedDelimiterDoubledQuotesAndNewlines) {
-  Rows rows = ReadAll(Write("q.csv", "a,b\n\"x,y\",\"he said \"\"hi\"\"\"\n"
-                                     "\"line1\nline2\",\"cr\r\nlf\"\n\"\"\"\",\"\"\n"));
+  Rows rows = ReadAll(Write("q.csv",
+                            "a,b\n\"x,y\",\"he said \"\"hi\"\"\"\n"
+                            "\"line1\nline2\",\"cr\r\nlf\"\n\"\"\"\",\"\"\n"));
   EXPECT_EQ(rows, (Rows{{"x,y", "he said \"hi\""}, {"line1\nline2", "cr\r\nlf"}, {"\"", ""}}));
 }
 
@@ -199,7 +199,8 @@ TEST_F(CsvTest, EmptyFileAndRequireHeader) {
     EXPECT_TRUE(r->header().empty());
     std::vector<std::string> f;
     EXPECT_FALSE(r->Next(&f).value());
-    ExpectMessage(r->RequireHeader(), Code::kInvalidInput, {"empty.csv: empty file (no header row)"});
+    ExpectMessage(r->RequireHeader(), Code::kInvalidInput,
+                  {"empty.csv: empty file (no header row)"});
   }
   auto r = CsvReader::Open(Write("ok.csv", "a\n")).ValueOrThrow();
   EXPECT_TRUE(r->RequireHeader().ok());
@@ -225,15 +226,15 @@ TEST_F(CsvTest, ParseDelimiter) {
   EXPECT_EQ(ParseDelimiter("semicolon").value(), ';');
   EXPECT_EQ(ParseDelimiter("pipe").value(), '|');
   EXPECT_EQ(ParseDelimiter("space").value(), ' ');
-  for (std::string bad : std::vector<std::string>{"", "\"", "\n", "\r", std::string(1, '\0'), ",,", "\xC3\xA9", "xyz"}) {
+  for (std::string bad : std::vector<std::string>{"", "\"", "\n", "\r", std::string(1, '\0'), ",,",
+                                                  "\xC3\xA9", "xyz"}) {
     auto r = ParseDelimiter(bad);
     EXPECT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
   }
   CsvOptions opts;
   opts.delimiter = '"';
-  EXPECT_EQ(CsvReader::Open(Write("d.csv", "a\n"), opts).status().code(),
-            Code::kInvalidArgument);
+  EXPECT_EQ(CsvReader::Open(Write("d.csv", "a\n"), opts).status().code(), Code::kInvalidArgument);
 }
 
 // ---------------------------------------------------------------- errors
@@ -252,8 +253,7 @@ TEST_F(CsvTest, CharacterAfterClosingQuote) {
 
 TEST_F(CsvTest, InvalidUtf8NamesFieldAndColumn) {
   Status s = ReadError(Write("u.csv", "id,name\n1,ok\n2,caf\xC3\n"));
-  ExpectMessage(s, Code::kInvalidInput,
-                {"u.csv:3:", "field 2 'name'", "invalid UTF-8", "byte 3"});
+  ExpectMessage(s, Code::kInvalidInput, {"u.csv:3:", "field 2 'name'", "invalid UTF-8", "byte 3"});
   s = ReadError(Write("u2.csv", "id,name\n1,\"multi\nline \xED\xA0\x80\"\n"));  // surrogate
   ExpectMessage(s, Code::kInvalidInput, {"u2.csv:2:", "field 2 'name'", "invalid UTF-8"});
   s = ReadError(Write("u3.csv", "id,n\xC0\x80me\n1,2\n"));  // overlong in the header
@@ -320,8 +320,9 @@ TEST_F(CsvTest, WriterQuotesMinimally) {
 
 std::string RandomField(Philox* rng) {
   static const std::vector<std::string> atoms = {
-      "a", "b", "Z", "0", "9", " ", ",", "\t", ";", "|", "\"", "\"\"", "\n", "\r", "\r\n",
-      "\xC3\xA9", "\xE6\x97\xA5", "\xF0\x9F\x98\x80", "'", "\\", "\xEF\xBB\xBF"};
+      "a", "b",  "Z",           "0",  "9",  " ",    ",",        "\t",           ";",
+      "|", "\"", "\"\"",        "\n", "\r", "\r\n", "\xC3\xA9", "\xE6\x97\xA5", "\xF0\x9F\x98\x80",
+      "'", "\\", "\xEF\xBB\xBF"};
   std::string f;
   const uint64_t len = rng->Below(4) == 0 ? 0 : rng->Below(12);
   for (uint64_t i = 0; i < len; ++i) f += atoms[rng->Below(atoms.size())];
@@ -366,6 +367,69 @@ TEST_F(CsvTest, RandomRoundTripAcrossBufferSizes) {
     opts.has_header = false;
     ASSERT_EQ(ReadAll(gz, opts), rows) << "gzip trial " << trial;
   }
+}
+
+// Arbitrary byte soup (quotes, delimiters, CR/LF, NUL, UTF-8 pieces, invalid bytes):
+// whatever the outcome (records or an error), it must not depend on the buffer size, and
+// an error must name the file and a line.
+TEST_F(CsvTest, ByteSoupResultIndependentOfBufferSize) {
+  const std::vector<std::string> atoms = {"a",        ",",           "\"",   "\"\"",
+                                          "\n",       "\r",          "\r\n", " ",
+                                          "\xC3\xA9", "\xE6\x97",    "\xFF", std::string(1, '\0'),
+                                          "xyz",      "\xEF\xBB\xBF"};
+  int errors = 0, clean = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    Philox rng(77, trial);
+    std::string content;
+    const uint64_t n = rng.Below(60);
+    for (uint64_t i = 0; i < n; ++i) {
+      // Mostly harmless atoms so that a fair share of files parse cleanly.
+      const uint64_t k = rng.Below(100) < 97 ? rng.Below(9) : rng.Below(atoms.size());
+      content += atoms[k];
+    }
+    const std::string p = Write("soup.csv", content);
+    std::string reference;
+    for (size_t buf : {size_t{1} << 20, size_t{4}, size_t{5}, size_t{6}, size_t{11}}) {
+      CsvOptions opts;
+      opts.buffer_bytes = buf;
+      opts.has_header = trial % 2;
+      std::string got;
+      auto r = CsvReader::Open(p, opts);
+      if (!r.ok()) {
+        got = "ERR " + r.status().message();
+      } else {
+        for (const auto& h : (*r)->header()) got += "[" + h + "]";
+        got += "\n";
+        std::vector<std::string> f;
+        for (;;) {
+          auto more = (*r)->Next(&f);
+          if (!more.ok()) {
+            got += "ERR " + more.status().message();
+            break;
+          }
+          if (!*more) break;
+          got += std::to_string((*r)->record_line()) + ":";
+          for (const auto& x : f) got += "[" + x + "]";
+          got += "\n";
+        }
+      }
+      if (buf == (size_t{1} << 20)) {
+        reference = got;
+        const size_t e = got.find("ERR ");
+        if (e != std::string::npos) {
+          ++errors;
+          EXPECT_NE(got.find("soup.csv:", e), std::string::npos) << got;
+        } else {
+          ++clean;
+        }
+      } else {
+        ASSERT_EQ(got, reference) << "trial " << trial << " buffer " << buf << " input "
+                                  << testing::PrintToString(content);
+      }
+    }
+  }
+  EXPECT_GT(errors, 20);
+  EXPECT_GT(clean, 20);
 }
 
 // A record spanning the 1 MiB read boundary, with the interesting byte (quote, doubled

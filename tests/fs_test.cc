@@ -1,6 +1,7 @@
 #include "util/fs.h"
 
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -9,7 +10,6 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
-#include <gtest/gtest.h>
 #include <string>
 #include <vector>
 

@@ -71,9 +71,9 @@ TEST(Utf8, RejectsOverlongSurrogatesAndTooLarge) {
       Bytes({0xF4, 0x90, 0x80, 0x80}),  // U+110000
       Bytes({0xF5, 0x80, 0x80, 0x80}),  // lead byte out of range
       Bytes({0xFF}),
-      Bytes({0x80}),                    // lone continuation
-      Bytes({0xE2, 0x82}),              // truncated
-      Bytes({0xC3, 0x28}),              // bad continuation
+      Bytes({0x80}),        // lone continuation
+      Bytes({0xE2, 0x82}),  // truncated
+      Bytes({0xC3, 0x28}),  // bad continuation
   };
   for (const auto& s : bad) {
     size_t off = 99;
@@ -170,6 +170,19 @@ TEST(Utf8, DecodeInvalidYieldsReplacementPerMaximalSubpart) {
   EXPECT_EQ(CountCodePoints(s), got.size());
   EXPECT_FALSE(NextCodePoint(s, &pos, &cp));
   EXPECT_EQ(pos, s.size());
+}
+
+TEST(Utf8, IsAscii) {
+  EXPECT_TRUE(IsAscii(""));
+  for (size_t n = 1; n < 80; ++n) {
+    std::string s(n, 'a');
+    EXPECT_TRUE(IsAscii(s));
+    for (size_t at = 0; at < n; ++at) {
+      std::string t = s;
+      t[at] = static_cast<char>(0x80);
+      ASSERT_FALSE(IsAscii(t)) << n << " " << at;
+    }
+  }
 }
 
 TEST(Utf8, CountCodePoints) {
