@@ -13,9 +13,10 @@
 //                        u2 = k' / 2^53 in [0, 1)
 //   r = sqrt(-2 ln u1), z0 = r cos(2 pi u2), z1 = r sin(2 pi u2).
 // ln, sin and cos are our own branch-free polynomial kernels (they agree with
-// libm to < 1e-13 absolute on the samples, checked in the test) so that the whole pipeline
-// vectorizes; the angle is reduced exactly (4 u2 is exact, the quadrant is
-// taken from its integer part). The largest |z| is sqrt(2 ln 2^53) = 8.57.
+// libm to < 1e-13 absolute on the samples, checked in the test) so that the
+// whole pipeline vectorizes; the angle is reduced exactly (4 u2 is exact, the
+// quadrant is taken from its integer part). The largest |z| is
+// sqrt(2 ln 2^53) = 8.57.
 //
 // Sample layout (fixes the determinism contract): "group" g of 64 samples uses
 // the 8 ChaCha20 blocks with counters C+8g .. C+8g+7, where C is the generator's
