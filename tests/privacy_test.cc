@@ -110,6 +110,27 @@ TEST(RdpAccountant, MatchesPublishedTfPrivacyNumbers) {
   EXPECT_NEAR(e110, 3.01, 0.005);
   // The improved conversion (today's default) is tighter for the same run.
   EXPECT_LT(ComputeEpsilon({q, 1.1, steps, 1e-5}, orders).epsilon, e110);
+
+  // The MNIST tutorial itself (orders 1 + x/10 for x = 1..99, then 12..63; steps
+  // = epoch * 60000 // 256) prints eps 1.03 after epoch 1, 1.11 after epoch 2
+  // and 3.01 after epoch 60; the README's table adds noise 1.3 / 15 epochs ->
+  // 1.19 and noise 0.7 / 45 epochs -> 7.10 (all at delta = 1e-5, batch 256).
+  std::vector<double> tutorial;
+  for (int x = 1; x < 100; ++x) tutorial.push_back(1 + x / 10.0);
+  for (int a = 12; a < 64; ++a) tutorial.push_back(a);
+  struct Published {
+    double sigma;
+    int epochs;
+    double eps;
+  };
+  for (const Published& c :
+       {Published{1.1, 1, 1.03}, Published{1.1, 2, 1.11}, Published{1.1, 60, 3.01},
+        Published{1.3, 15, 1.19}, Published{0.7, 45, 7.10}}) {
+    const int64_t st = int64_t(c.epochs) * 60000 / 256;
+    const double e =
+        ComputeEpsilon({q, c.sigma, st, 1e-5}, tutorial, RdpConversion::kClassic).epsilon;
+    EXPECT_NEAR(e, c.eps, 0.005) << c.sigma << " " << c.epochs;
+  }
 }
 
 TEST(RdpAccountant, SpecialCases) {

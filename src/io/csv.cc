@@ -29,8 +29,7 @@ std::string Printable(char c) {
 
 }  // namespace
 
-Result<std::unique_ptr<CsvReader>> CsvReader::Open(const std::string& path,
-                                                   CsvOptions options) {
+Result<std::unique_ptr<CsvReader>> CsvReader::Open(const std::string& path, CsvOptions options) {
   DS_RETURN_IF_ERROR(CheckDelimiter(options.delimiter));
   if (options.max_fields == 0) return DS_ERR(kInvalidArgument, "CSV max_fields must be > 0");
   std::unique_ptr<CsvReader> r(new CsvReader());
@@ -39,6 +38,7 @@ Result<std::unique_ptr<CsvReader>> CsvReader::Open(const std::string& path,
   r->cap_ = std::max<size_t>(options.buffer_bytes, 4);
   r->buf_.reset(new char[r->cap_]);
   DS_ASSIGN_OR_RETURN(r->end_, ReadStartSkippingBom(r->in_.get(), r->buf_.get()));
+  r->chunk_ascii_ = IsAscii(std::string_view(r->buf_.get(), r->end_));
   for (unsigned char c : {static_cast<unsigned char>(options.delimiter),
                           static_cast<unsigned char>('"'), static_cast<unsigned char>('\r'),
                           static_cast<unsigned char>('\n'), static_cast<unsigned char>('\0')}) {
@@ -67,6 +67,7 @@ Result<bool> CsvReader::Fill() {
   DS_ASSIGN_OR_RETURN(size_t r, in_->Read(buf_.get(), cap_));
   pos_ = 0;
   end_ = r;
+  chunk_ascii_ = IsAscii(std::string_view(buf_.get(), r));
   return r > 0;
 }
 
@@ -77,15 +78,16 @@ std::string CsvReader::FieldRef(size_t index, bool is_header) const {
   return fmt::format("field {}", index + 1);
 }
 
-Status CsvReader::CheckField(const std::string& f, size_t index, int64_t line, bool is_header) {
+Status CsvReader::CheckField(const std::string& f, size_t index, int64_t line, bool is_header,
+                             bool ascii) {
   if (f.size() > opts_.max_field_bytes) {
     return DS_ERR(kInvalidInput, "{}:{}: {}: field longer than {} bytes", path(), line,
                   FieldRef(index, is_header), opts_.max_field_bytes);
   }
   size_t bad = 0;
-  if (!IsValidUtf8(f, &bad)) {
-    return DS_ERR(kInvalidInput, "{}:{}: {}: invalid UTF-8 at byte {} of the field", path(),
-                  line, FieldRef(index, is_header), bad);
+  if (!ascii && !IsValidUtf8(f, &bad)) {
+    return DS_ERR(kInvalidInput, "{}:{}: {}: invalid UTF-8 at byte {} of the field", path(), line,
+                  FieldRef(index, is_header), bad);
   }
   return Status::Ok();
 }
@@ -103,6 +105,7 @@ Result<bool> CsvReader::ReadRecord(std::vector<std::string>* out, bool is_header
   const size_t max_field = opts_.max_field_bytes;
   const char* p = buf_.get() + pos_;
   const char* e = buf_.get() + end_;
+  bool ascii = chunk_ascii_;  // every chunk this record touched so far is pure ASCII
 
   auto finish = [&](bool advance_line, bool cr) -> Result<bool> {
     // Ends the record after the current field.
@@ -121,6 +124,7 @@ Result<bool> CsvReader::ReadRecord(std::vector<std::string>* out, bool is_header
       if (!more.ok()) return Fail(more.status());
       p = buf_.get() + pos_;
       e = buf_.get() + end_;
+      ascii = ascii && chunk_ascii_;
       if (!*more) {  // end of input
         if (st == kStart) return false;
         if (st == kQuoted) {
@@ -131,13 +135,13 @@ Result<bool> CsvReader::ReadRecord(std::vector<std::string>* out, bool is_header
         }
         if (st == kField) {  // input ends right after a delimiter: one more empty field
           if (nf >= opts_.max_fields) {
-            return Fail(DS_ERR(kInvalidInput, "{}:{}: more than {} fields", path(),
-                               record_line_, opts_.max_fields));
+            return Fail(DS_ERR(kInvalidInput, "{}:{}: more than {} fields", path(), record_line_,
+                               opts_.max_fields));
           }
           if (nf == out->size()) out->emplace_back();
           (*out)[nf].clear();
         } else {
-          Status s = CheckField(*f, nf, field_line, is_header);
+          Status s = CheckField(*f, nf, field_line, is_header, ascii);
           if (!s.ok()) return Fail(s);
         }
         return finish(false, false);
@@ -193,14 +197,14 @@ Result<bool> CsvReader::ReadRecord(std::vector<std::string>* out, bool is_header
         if (p == e) continue;
         const char c = *p++;
         if (c == d) {
-          Status st2 = CheckField(*f, nf, field_line, is_header);
+          Status st2 = CheckField(*f, nf, field_line, is_header, ascii);
           if (!st2.ok()) return Fail(st2);
           ++nf;
           st = kField;
           continue;
         }
         if (c == '\n' || c == '\r') {
-          Status st2 = CheckField(*f, nf, field_line, is_header);
+          Status st2 = CheckField(*f, nf, field_line, is_header, ascii);
           if (!st2.ok()) return Fail(st2);
           return finish(true, c == '\r');
         }

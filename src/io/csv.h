@@ -28,7 +28,9 @@
 //
 // Performance: the input is read in buffer_bytes chunks; a record may span any number
 // of chunks (the parser is a resumable state machine that appends directly into the
-// caller's field strings, which keep their capacity across records).
+// caller's field strings, which keep their capacity across records). Each chunk is
+// checked for pure ASCII once; per-field UTF-8 validation runs only for records that
+// touch a chunk with non-ASCII bytes.
 #pragma once
 
 #include <cstddef>
@@ -57,8 +59,7 @@ class CsvReader {
   // Opens path ("-" = stdin, gzip detected by content) and, with has_header, reads the
   // header row. Errors: see InputStream::Open; kInvalidArgument for a bad delimiter;
   // parse errors in the header row.
-  static Result<std::unique_ptr<CsvReader>> Open(const std::string& path,
-                                                 CsvOptions options = {});
+  static Result<std::unique_ptr<CsvReader>> Open(const std::string& path, CsvOptions options = {});
 
   // The header row (empty without has_header or for an empty file).
   const std::vector<std::string>& header() const { return header_; }
@@ -87,15 +88,16 @@ class CsvReader {
     return s;
   }
   std::string FieldRef(size_t index, bool is_header) const;  // "field 3 'tenure'"
-  Status CheckField(const std::string& f, size_t index, int64_t line, bool is_header);
+  Status CheckField(const std::string& f, size_t index, int64_t line, bool is_header, bool ascii);
 
   CsvOptions opts_;
   std::unique_ptr<InputStream> in_;
   std::unique_ptr<char[]> buf_;  // [cap_] current chunk of input
   size_t cap_ = 0;
-  size_t pos_ = 0, end_ = 0;     // unparsed bytes are buf_[pos_, end_)
-  bool skip_lf_ = false;         // last record ended at CR: a following LF belongs to it
-  int64_t line_ = 1;             // physical line of buf_[pos_]
+  size_t pos_ = 0, end_ = 0;  // unparsed bytes are buf_[pos_, end_)
+  bool chunk_ascii_ = true;   // buf_[0, end_) is pure ASCII: fields need no UTF-8 check
+  bool skip_lf_ = false;      // last record ended at CR: a following LF belongs to it
+  int64_t line_ = 1;          // physical line of buf_[pos_]
   int64_t record_line_ = 0;
   int64_t records_read_ = 0;
   std::vector<std::string> header_;
@@ -120,8 +122,7 @@ Result<char> ParseDelimiter(std::string_view s);
 // single-empty-field record, written '""' so it is not read back as a blank line.
 // A record with no fields appends just "\n" (a blank line, skipped by the reader).
 void AppendCsvRecord(std::string* out, const std::vector<std::string>& fields, char delimiter);
-void AppendCsvRecord(std::string* out, const std::vector<std::string_view>& fields,
-                     char delimiter);
+void AppendCsvRecord(std::string* out, const std::vector<std::string_view>& fields, char delimiter);
 
 // The field as it would appear in a record (quoted if needed, see above).
 std::string CsvEscapeField(std::string_view field, char delimiter);

@@ -49,8 +49,8 @@ Result<std::unique_ptr<InputStream>> InputStream::Open(const std::string& path,
   in->raw_.reset(new char[in->chunk_]);
   // Sniff the first two bytes (a pipe may deliver them separately).
   while (in->raw_end_ < 2 && !in->raw_eof_) {
-    DS_ASSIGN_OR_RETURN(size_t r, in->ReadRaw(in->raw_.get() + in->raw_end_,
-                                              in->chunk_ - in->raw_end_));
+    DS_ASSIGN_OR_RETURN(size_t r,
+                        in->ReadRaw(in->raw_.get() + in->raw_end_, in->chunk_ - in->raw_end_));
     in->raw_end_ += r;
   }
   if (in->raw_end_ >= 2 && static_cast<unsigned char>(in->raw_[0]) == 0x1f &&
@@ -138,8 +138,10 @@ Result<size_t> InputStream::ReadGzip(char* dst, size_t n) {
     }
     if (raw_pos_ == raw_end_) {
       // Input ended inside a gzip member: header, data or trailer is missing.
-      return DS_ERR(kInvalidInput, "{}: truncated gzip stream (input ends before the gzip "
-                    "trailer; the file is incomplete)", path_);
+      return DS_ERR(kInvalidInput,
+                    "{}: truncated gzip stream (input ends before the gzip "
+                    "trailer; the file is incomplete)",
+                    path_);
     }
     s.next_in = reinterpret_cast<Bytef*>(raw_.get() + raw_pos_);
     s.avail_in = static_cast<uInt>(raw_end_ - raw_pos_);

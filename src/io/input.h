@@ -63,9 +63,9 @@ class InputStream {
   int fd_ = -1;
   bool own_fd_ = false;
   bool gzip_ = false;
-  bool raw_eof_ = false;     // read(2) returned 0
-  bool member_done_ = false; // gzip: a member ended, next bytes decide what follows
-  bool done_ = false;        // decoded stream ended
+  bool raw_eof_ = false;      // read(2) returned 0
+  bool member_done_ = false;  // gzip: a member ended, next bytes decide what follows
+  bool done_ = false;         // decoded stream ended
   std::string path_;
   std::unique_ptr<char[]> raw_;  // [chunk_] raw (possibly compressed) bytes
   size_t chunk_ = 0;

@@ -13,8 +13,7 @@ Result<size_t> ReadStartSkippingBom(InputStream* in, char* buf) {
   return r;
 }
 
-Result<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path,
-                                                     LineOptions options) {
+Result<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path, LineOptions options) {
   std::unique_ptr<LineReader> r(new LineReader());
   r->opts_ = options;
   DS_ASSIGN_OR_RETURN(r->in_, InputStream::Open(path));
@@ -66,8 +65,8 @@ Result<bool> LineReader::Next(std::string* line) {
   }
   size_t bad = 0;
   if (!IsValidUtf8(*line, &bad)) {
-    return Fail(DS_ERR(kInvalidInput, "{}:{}: invalid UTF-8 at byte {} of the line", path(),
-                       line_, bad));
+    return Fail(
+        DS_ERR(kInvalidInput, "{}:{}: invalid UTF-8 at byte {} of the line", path(), line_, bad));
   }
   return true;
 }

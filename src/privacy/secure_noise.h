@@ -12,10 +12,11 @@
 //   64 keystream bits -> u1 = 1 - k / 2^53 in (0, 1]  (k = top 53 bits),
 //                        u2 = k' / 2^53 in [0, 1)
 //   r = sqrt(-2 ln u1), z0 = r cos(2 pi u2), z1 = r sin(2 pi u2).
-// ln, sin and cos are our own branch-free polynomial kernels (|error| < 2 ulp-ish
-// in double, checked against libm in the test) so that the whole pipeline
-// vectorizes; the angle is reduced exactly (4 u2 is exact, the quadrant is
-// taken from its integer part). The largest |z| is sqrt(2 ln 2^53) = 8.57.
+// ln, sin and cos are our own branch-free polynomial kernels (they agree with
+// libm to < 1e-13 absolute on the samples, checked in the test) so that the
+// whole pipeline vectorizes; the angle is reduced exactly (4 u2 is exact, the
+// quadrant is taken from its integer part). The largest |z| is
+// sqrt(2 ln 2^53) = 8.57.
 //
 // Sample layout (fixes the determinism contract): "group" g of 64 samples uses
 // the 8 ChaCha20 blocks with counters C+8g .. C+8g+7, where C is the generator's
@@ -25,6 +26,10 @@
 // sample 32+i = z1. A call of n samples consumes ceil(n/64) groups (the unused
 // tail of the last group is discarded), so the output is a function of
 // (key, nonce, counter, n) only, whatever the number of OpenMP threads.
+//
+// Threads: one SecureGaussian must not be used from two threads at once (the
+// counter is plain state); a large call parallelizes internally with OpenMP
+// (n >= kParallelMin). Use one generator per thread or a lock.
 //
 // Floating point caveat (documented, not solved): like every DP-SGD library
 // (TF Privacy, Opacus) this samples a continuous Gaussian in floating point and

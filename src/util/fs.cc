@@ -59,8 +59,8 @@ int SyncDir(const std::string& dir) {
 
 uint64_t TempSuffix() {
   static std::atomic<uint64_t> counter{0};
-  const uint64_t t = static_cast<uint64_t>(
-      std::chrono::steady_clock::now().time_since_epoch().count());
+  const uint64_t t =
+      static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   uint64_t x = t ^ (uint64_t(::getpid()) << 32) ^ (counter.fetch_add(1) * 0x9E3779B97F4A7C15ull);
   x ^= x >> 31;
   x *= 0xBF58476D1CE4E5B9ull;
@@ -160,15 +160,14 @@ Status AtomicFileWriter::Commit() {
   if (::rename(temp_path_.c_str(), path_.c_str()) != 0) {
     const int err = errno;
     ::unlink(temp_path_.c_str());
-    return Fail(DS_ERR(kIo, "{}: cannot rename temporary file into place: {}", path_,
-                       ErrnoStr(err)));
+    return Fail(
+        DS_ERR(kIo, "{}: cannot rename temporary file into place: {}", path_, ErrnoStr(err)));
   }
   buf_.clear();
   buf_.shrink_to_fit();
   if (int err = SyncDir(DirName(path_))) {
     // The file is complete and in place; only the directory sync failed.
-    return DS_ERR(kIo, "{}: written, but syncing its directory failed: {}", path_,
-                  ErrnoStr(err));
+    return DS_ERR(kIo, "{}: written, but syncing its directory failed: {}", path_, ErrnoStr(err));
   }
   return Status::Ok();
 }

@@ -68,6 +68,29 @@ bool IsValidUtf8(std::string_view sv, size_t* bad_offset) {
   return true;
 }
 
+bool IsAscii(std::string_view sv) {
+  const auto* s = reinterpret_cast<const unsigned char*>(sv.data());
+  const size_t n = sv.size();
+  size_t i = 0;
+  uint64_t acc = 0;
+  for (; i + 32 <= n; i += 32) {
+    uint64_t w[4];
+    std::memcpy(w, s + i, 32);
+    acc |= w[0] | w[1] | w[2] | w[3];
+    if (acc & 0x8080808080808080ull) return false;
+  }
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s + i, 8);
+    acc |= w;
+  }
+  if (acc & 0x8080808080808080ull) return false;
+  for (; i < n; ++i) {
+    if (s[i] & 0x80) return false;
+  }
+  return true;
+}
+
 size_t CountCodePoints(std::string_view sv) {
   const auto* s = reinterpret_cast<const unsigned char*>(sv.data());
   const size_t n = sv.size();
@@ -99,10 +122,9 @@ void AppendCodePoint(std::string* out, char32_t cp) {
                        static_cast<char>(0x80 | (cp & 0x3F))};
     out->append(b, 3);
   } else {
-    const char b[4] = {static_cast<char>(0xF0 | (cp >> 18)),
-                       static_cast<char>(0x80 | ((cp >> 12) & 0x3F)),
-                       static_cast<char>(0x80 | ((cp >> 6) & 0x3F)),
-                       static_cast<char>(0x80 | (cp & 0x3F))};
+    const char b[4] = {
+        static_cast<char>(0xF0 | (cp >> 18)), static_cast<char>(0x80 | ((cp >> 12) & 0x3F)),
+        static_cast<char>(0x80 | ((cp >> 6) & 0x3F)), static_cast<char>(0x80 | (cp & 0x3F))};
     out->append(b, 4);
   }
 }

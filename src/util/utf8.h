@@ -30,6 +30,9 @@ inline constexpr char32_t kReplacementChar = 0xFFFD;
 // offset of the first byte of the first ill-formed sequence.
 bool IsValidUtf8(std::string_view s, size_t* bad_offset = nullptr);
 
+// True when every byte is < 0x80 (pure ASCII, hence valid UTF-8). Word-at-a-time.
+bool IsAscii(std::string_view s);
+
 // Number of code points NextCodePoint would yield (each ill-formed subpart counts as
 // one U+FFFD). For valid UTF-8 this is the number of characters.
 size_t CountCodePoints(std::string_view s);
