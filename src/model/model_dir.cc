@@ -35,6 +35,7 @@ Json ModelMeta::ToJson() const {
     j["delta"] = delta;
     j["dp_unit"] = dp_unit;
   }
+  j["weights_file"] = weights_file;
   j["weights_crc32"] = weights_crc;
   return j;
 }
@@ -77,6 +78,11 @@ Result<ModelMeta> ModelMeta::FromJson(const Json& j, const std::string& src) {
       m.delta = j.at("delta").get<double>();
       m.dp_unit = j.value("dp_unit", "");
     }
+    m.weights_file = j.value("weights_file", "weights.bin");
+    // A plain file name inside the directory: never a path.
+    if (m.weights_file.empty() || m.weights_file.size() > 64 ||
+        m.weights_file.find_first_of("/\\") != std::string::npos || m.weights_file[0] == '.')
+      return DS_ERR(kCorrupt, "{}: bad weights_file name '{}'", src, m.weights_file);
     m.weights_crc = j.at("weights_crc32").get<uint32_t>();
   } catch (const Json::exception& e) {
     return DS_ERR(kCorrupt, "{}: malformed model metadata: {}", src, e.what());
@@ -115,13 +121,14 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir) {
                   "from another model?)",
                   dir, model->tokenizer->vocab_size(), model->meta.spec.vocab_size);
 
-  DS_ASSIGN_OR_RETURN(model->weights, MappedTensorFile::Open(dir + "/weights.bin"));
+  DS_ASSIGN_OR_RETURN(model->weights,
+                      MappedTensorFile::Open(dir + "/" + model->meta.weights_file));
   ParamLayout layout = ParamLayout::For(model->meta.spec);
   DS_ASSIGN_OR_RETURN(model->params, model->weights->Section("params", layout.total));
   uint32_t crc = Crc32(model->params, layout.total * sizeof(float));
   if (crc != model->meta.weights_crc)
-    return DS_ERR(kCorrupt, "{}: weights.bin does not belong to this model_params.json (checksum)",
-                  dir);
+    return DS_ERR(kCorrupt, "{}/{}: does not belong to this model_params.json (checksum)", dir,
+                  model->meta.weights_file);
 
   std::string rules_path = dir + "/column_rules.json";
   if (PathExists(rules_path)) {

@@ -2,16 +2,20 @@
 //
 //   model_params.json  every config key (reference names) plus a "datasynth"
 //                      block: format version, network shape, input header and
-//                      delimiter, training summary, privacy figures, file
-//                      checksums. Written LAST and atomically: a directory is a
-//                      model exactly when this file exists.
+//                      delimiter, training summary, privacy figures, the
+//                      weights file name and checksum. Rewritten atomically
+//                      after every epoch, after the files it names: a
+//                      directory is a model exactly when this file exists.
 //   tokenizer.json     tokenizer (+ tokenizer.model for SentencePiece)
-//   weights.bin        tensor file (model/tensor_file.h), section "params"
+//   weights-eNNNN.bin  tensor file (model/tensor_file.h), section "params"
 //                      laid out by ParamLayout: the kept epoch's weights
+//                      (the name carries the epoch: a new file per kept
+//                      epoch, so model_params.json always names a complete
+//                      file, whenever the process is killed)
 //   column_rules.json  learned per-column validation rules (delimited data)
 //   model_history.csv  epoch,loss,accuracy,val_loss,val_accuracy,[epsilon,delta,]best
-//   checkpoint.bin     last complete epoch for --resume (params, optimizer
-//                      state) + checkpoint.json (trainer state)
+//   checkpoint-eNNNN.bin  last complete epoch for --resume (params, optimizer
+//                      state), named by checkpoint.json (trainer state)
 //   checkpoints/       weights of every epoch when save_all_checkpoints
 //
 // The training text is NOT stored (it is the private data); the reference did.
@@ -53,7 +57,8 @@ struct ModelMeta {
   bool dp = false;
   double epsilon = 0, delta = 0;
   std::string dp_unit;  // what the guarantee covers
-  uint32_t weights_crc = 0;  // CRC-32 of weights.bin's params section
+  std::string weights_file = "weights.bin";  // file name inside the model directory
+  uint32_t weights_crc = 0;  // CRC-32 of the weights file's params section
 
   nlohmann::json ToJson() const;
   static Result<ModelMeta> FromJson(const nlohmann::json& j, const std::string& source);

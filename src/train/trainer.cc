@@ -1,14 +1,19 @@
 #include "train/trainer.h"
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <random>
 
 #include "backend/backend.h"
 #include "generate/column_rules.h"
+#include "io/csv.h"
+#include "io/input.h"
 #include "privacy/dp_config.h"
 #include "privacy/rdp_accountant.h"
 #include "privacy/secure_noise.h"
@@ -20,7 +25,10 @@ namespace ds {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using Json = nlohmann::json;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr int kCheckpointVersion = 1;
 
 bool IsLossMetric(const std::string& m) { return m == "loss" || m == "val_loss"; }
 
@@ -44,55 +52,48 @@ std::string HistoryCsv(const std::vector<EpochResult>& h, bool dp) {
   return s;
 }
 
-// Files a training run writes into the model directory (removed on failure).
-const char* kModelFiles[] = {"model_params.json", "weights.bin",    "tokenizer.json",
-                             "tokenizer.model",   "column_rules.json", "model_history.csv",
-                             "checkpoint.bin",    "checkpoint.json"};
-
-class Cleanup {
- public:
-  Cleanup(std::string dir, bool created) : dir_(std::move(dir)), created_(created) {}
-  ~Cleanup() {
-    if (done_) return;
-    if (created_) {
-      (void)RemoveTree(dir_);
-    } else {
-      for (const char* f : kModelFiles) std::remove((dir_ + "/" + f).c_str());
-      (void)RemoveTree(dir_ + "/checkpoints");
-    }
-  }
-  void Release() { done_ = true; }
-
- private:
-  std::string dir_;
-  bool created_;
-  bool done_ = false;
-};
-
-struct EvalStats {
-  double loss = std::numeric_limits<double>::quiet_NaN();
-  double accuracy = std::numeric_limits<double>::quiet_NaN();
-};
-
-EvalStats Validate(TrainBackend& backend, const SequenceData& data) {
-  EvalStats e;
-  if (data.val_batches() == 0) return e;
-  StepStats sum;
-  Batch batch;
-  for (int64_t b = 0; b < data.val_batches(); ++b) {
-    data.ValBatch(b, &batch);
-    StepStats s = backend.Step(batch, /*train=*/false, 0);
-    sum.loss_sum += s.loss_sum;
-    sum.correct += s.correct;
-    sum.count += s.count;
-  }
-  e.loss = sum.loss_sum / sum.count;
-  e.accuracy = sum.correct / sum.count;
-  return e;
+Json EpochToJson(const EpochResult& r) {
+  auto n = [](double v) { return std::isnan(v) ? Json(nullptr) : Json(v); };
+  return {{"epoch", r.epoch},           {"loss", n(r.loss)},         {"accuracy", n(r.accuracy)},
+          {"val_loss", n(r.val_loss)},  {"val_accuracy", n(r.val_accuracy)},
+          {"epsilon", r.epsilon},       {"delta", r.delta},          {"best", r.best},
+          {"seconds", r.seconds},       {"tokens_per_s", r.tokens_per_s}};
 }
 
-// Inverse of the standard normal CDF by bisection (for Bernoulli sampling
-// from secure Gaussian draws: P(z < Phi^-1(q)) = q).
+EpochResult EpochFromJson(const Json& j) {
+  auto n = [&](const char* k) { return j.at(k).is_null() ? kNaN : j.at(k).get<double>(); };
+  EpochResult r;
+  r.epoch = j.at("epoch").get<int>();
+  r.loss = n("loss");
+  r.accuracy = n("accuracy");
+  r.val_loss = n("val_loss");
+  r.val_accuracy = n("val_accuracy");
+  r.epsilon = j.at("epsilon").get<double>();
+  r.delta = j.at("delta").get<double>();
+  r.best = j.at("best").get<bool>();
+  r.seconds = j.at("seconds").get<double>();
+  r.tokens_per_s = j.at("tokens_per_s").get<double>();
+  return r;
+}
+
+// Size and CRC-32 of the input file's bytes, so that --resume refuses a
+// different input.
+Result<std::string> Fingerprint(const std::string& path) {
+  DS_ASSIGN_OR_RETURN(auto in, InputStream::Open(path));
+  uint32_t crc = 0;
+  int64_t size = 0;
+  std::vector<char> buf(1 << 20);
+  while (true) {
+    DS_ASSIGN_OR_RETURN(size_t n, in->Read(buf.data(), buf.size()));
+    if (n == 0) break;
+    crc = Crc32(buf.data(), n, crc);
+    size += int64_t(n);
+  }
+  return fmt::format("{}:{:08x}", size, crc);
+}
+
+// Inverse of the standard normal CDF by bisection (Bernoulli sampling from
+// secure Gaussian draws: P(z < Phi^-1(q)) = q).
 double NormalQuantile(double q) {
   double lo = -40, hi = 40;
   for (int i = 0; i < 200; ++i) {
@@ -102,372 +103,631 @@ double NormalQuantile(double q) {
   return 0.5 * (lo + hi);
 }
 
-// State of a DP-SGD run (see the algorithm and docs/privacy.md).
+// State of a DP-SGD run (docs/privacy.md).
 struct DpRun {
-  double q = 0;          // sampling rate batch_size / n
-  double sigma = 0;      // noise multiplier
-  double clip = 0;       // L2 clip per record
-  double delta = 0;
+  DpPlan plan;
   int64_t steps_per_epoch = 0;
-  int64_t max_steps = 0;  // budget cap (target epsilon)
+  int64_t max_steps = 0;  // budget cap
   double threshold = 0;   // Phi^-1(q)
   std::unique_ptr<SecureGaussian> noise;
   RdpAccountant accountant;
+  std::vector<float> acc, chunk;  // [P] each
+  std::vector<double> z;          // [records]
 };
 
-// One DP-SGD step: Poisson-sample records, per-record clipped gradient sum
-// (in backend chunks of at most batch_size records), + N(0, (sigma C)^2),
-// divided by the expected batch size, left in the backend's grads.
-StepStats DpStep(TrainBackend& backend, const RecordData& recs, DpRun& dp, const Config& cfg,
-                 uint64_t dropout_seed, std::vector<float>* acc /*[P]*/,
-                 std::vector<float>* chunk /*[P]*/, std::vector<double>* z /*[records]*/) {
-  const size_t P = backend.layout().total;
-  acc->assign(P, 0.0f);
-  chunk->resize(P);
-  // Poisson sampling from the secure generator: record r joins when z_r < Phi^-1(q).
-  z->resize(size_t(recs.records()));
-  dp.noise->FillDouble(z->data(), z->size(), 1.0);
-  std::vector<int64_t> ids;
-  for (int64_t r = 0; r < recs.records(); ++r)
-    if ((*z)[size_t(r)] < dp.threshold) ids.push_back(r);
-  StepStats total;
-  PerExampleClip clip;
-  clip.l2_norm_clip = float(dp.clip);
-  Batch batch;
-  for (size_t start = 0; start < ids.size(); start += size_t(cfg.batch_size)) {
-    int n = int(std::min(ids.size() - start, size_t(cfg.batch_size)));
-    recs.FillBatch(ids.data() + start, n, &batch);
-    StepStats s = backend.Step(batch, /*train=*/true, dropout_seed + start, &clip);
-    total.loss_sum += s.loss_sum;
-    total.correct += s.correct;
-    total.count += s.count;
-    backend.GetGrads(chunk->data());
-    for (size_t i = 0; i < P; ++i) (*acc)[i] += (*chunk)[i];
-  }
-  dp.noise->Add(acc->data(), P, dp.sigma * dp.clip);
-  const float inv = float(1.0 / (dp.q * double(recs.records())));
-  for (size_t i = 0; i < P; ++i) (*acc)[i] *= inv;
-  backend.SetGrads(acc->data());
-  return total;
+// Files of a model directory that a training run owns.
+bool IsRunFile(const std::string& name) {
+  static const char* fixed[] = {"model_params.json", "tokenizer.json", "tokenizer.model",
+                                "column_rules.json", "model_history.csv", "checkpoint.json",
+                                "weights.bin"};
+  for (const char* f : fixed)
+    if (name == f) return true;
+  auto versioned = [&](const char* prefix) {
+    return name.rfind(prefix, 0) == 0 && name.size() > 4 && name.substr(name.size() - 4) == ".bin";
+  };
+  return versioned("weights-e") || versioned("checkpoint-e");
 }
+
+void RemoveRunFiles(const std::string& dir, const std::vector<std::string>& keep = {}) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    if (!IsRunFile(name)) continue;
+    bool kept = false;
+    for (const auto& k : keep) kept |= (k == name);
+    if (!kept) std::filesystem::remove(e.path(), ec);
+  }
+}
+
+class TrainRun {
+ public:
+  TrainRun(const TrainOptions& o, TrainObserver& obs) : opts_(o), obs_(obs), cfg_(o.config) {}
+
+  Result<TrainSummary> Run() {
+    DS_RETURN_IF_ERROR(PrepareDirectory());
+    Status s = Capture([&] { return Train(); });
+    if (!s.ok()) {
+      // Nothing of this run may look like a model unless a whole epoch finished.
+      if (!epoch_written_) {
+        if (created_dir_)
+          (void)RemoveTree(opts_.model_dir);
+        else if (!opts_.resume)
+          RemoveRunFiles(opts_.model_dir);
+      }
+      return s;
+    }
+    return std::move(summary_);
+  }
+
+ private:
+  const std::string& dir() const { return opts_.model_dir; }
+
+  Status PrepareDirectory() {
+    DS_RETURN_IF_ERROR(cfg_.Validate());
+    if (dir().empty()) return DS_ERR(kInvalidArgument, "no model directory given (--model-dir)");
+    bool has_model = LooksLikeModel(dir());
+    bool has_checkpoint = PathExists(dir() + "/checkpoint.json");
+    if (opts_.resume) {
+      if (!has_checkpoint)
+        return DS_ERR(kNotFound, "{}: nothing to resume (no checkpoint.json)", dir());
+      return Status::Ok();
+    }
+    if (!PathExists(opts_.input_path))
+      return DS_ERR(kNotFound, "{}: input file does not exist", opts_.input_path);
+    if ((has_model || has_checkpoint) && !cfg_.overwrite)
+      return has_model ? DS_ERR(kAlreadyExists,
+                                "{}: already holds a trained model; pass --overwrite to replace it",
+                                dir())
+                       : DS_ERR(kAlreadyExists,
+                                "{}: holds an interrupted training run; pass --resume to continue "
+                                "it or --overwrite to start again",
+                                dir());
+    if (has_model || has_checkpoint) {
+      // model_params.json first: from here on the directory never pairs an
+      // old model description with new files.
+      std::remove((dir() + "/model_params.json").c_str());
+      RemoveRunFiles(dir());
+    }
+    if (!PathExists(dir())) {
+      DS_RETURN_IF_ERROR(MakeDirs(dir()));
+      created_dir_ = true;
+    }
+    return Status::Ok();
+  }
+
+  Status LoadResumeState(Json* state) {
+    DS_ASSIGN_OR_RETURN(std::string text, ReadFile(dir() + "/checkpoint.json", 256 << 20));
+    *state = Json::parse(text, nullptr, false);
+    if (state->is_discarded() || !state->is_object())
+      return DS_ERR(kCorrupt, "{}/checkpoint.json: not valid JSON", dir());
+    try {
+      if (state->at("version").get<int>() != kCheckpointVersion)
+        return DS_ERR(kCorrupt, "{}/checkpoint.json: unsupported version", dir());
+      Config stored;
+      DS_RETURN_IF_ERROR(stored.MergeJson(state->at("config"), dir() + "/checkpoint.json"));
+      // The stored run's settings, except what may change between sessions.
+      for (const char* k : {"epochs", "max_training_time_seconds", "threads"})
+        if (cfg_.IsExplicit(k)) DS_RETURN_IF_ERROR(stored.SetJson(k, cfg_.ToJson()[k]));
+      cfg_ = stored;
+      if (opts_.input_path.empty()) opts_.input_path = state->at("input_path").get<std::string>();
+    } catch (const Json::exception& e) {
+      return DS_ERR(kCorrupt, "{}/checkpoint.json: {}", dir(), e.what());
+    }
+    return Status::Ok();
+  }
+
+  Status Train() {
+    auto t0 = Clock::now();
+    Json resume_state;
+    if (opts_.resume) DS_RETURN_IF_ERROR(LoadResumeState(&resume_state));
+    if (cfg_.seed == 0) cfg_.seed = int64_t(std::random_device{}() | 1u);
+    seed_ = uint64_t(cfg_.seed);
+    threads_ = cfg_.threads > 0 ? cfg_.threads : omp_get_num_procs();
+    omp_set_num_threads(threads_);
+    DS_ASSIGN_OR_RETURN(fingerprint_, Fingerprint(opts_.input_path));
+    if (opts_.resume && resume_state.at("input_fingerprint").get<std::string>() != fingerprint_)
+      return DS_ERR(kInvalidInput, "{}: differs from the input of the interrupted run in {}",
+                    opts_.input_path, dir());
+
+    // Input, rules, tokenizer.
+    char delim = 0;
+    if (!cfg_.field_delimiter.empty()) {
+      DS_ASSIGN_OR_RETURN(delim, ParseDelimiter(cfg_.field_delimiter));
+    }
+    DS_ASSIGN_OR_RETURN(InputData input, ReadInput(opts_.input_path, delim, cfg_.max_lines));
+    obs_.OnInfo(fmt::format("read {} records{} from {}", input.records.size(),
+                            delim ? fmt::format(" of {} fields", input.header.size()) : "",
+                            opts_.input_path));
+    DS_RETURN_IF_ERROR(ApplyDpPolicy());
+    if (delim && !opts_.resume) {
+      RuleOptions ropts;
+      if (cfg_.dp && !cfg_.dp_store_value_rules) ropts.store_values = false;
+      ColumnRules rules = LearnColumnRules(input.header, input.records, ropts);
+      DS_RETURN_IF_ERROR(
+          WriteFileAtomic(dir() + "/column_rules.json", rules.ToJson().dump(1) + "\n"));
+    }
+    std::unique_ptr<Tokenizer> tok;
+    if (opts_.resume) {
+      DS_ASSIGN_OR_RETURN(tok, LoadTokenizer(dir()));
+    } else {
+      TokenizerConfig t;
+      t.type = cfg_.tokenizer;
+      t.vocab_size = cfg_.vocab_size;
+      t.character_coverage = cfg_.character_coverage;
+      t.pretrain_sentence_count = cfg_.pretrain_sentence_count;
+      t.max_line_len = cfg_.max_line_len;
+      t.sp_model_type = cfg_.sp_model_type;
+      t.column_markers = delim != 0 && cfg_.column_markers != "off";
+      t.num_columns = t.column_markers ? int(input.header.size()) : 0;
+      t.seed = seed_;
+      DS_ASSIGN_OR_RETURN(tok, TrainTokenizer(t, input.records));
+      DS_RETURN_IF_ERROR(tok->Save(dir()));
+    }
+    obs_.OnInfo(fmt::format("tokenizer: {} with {} tokens{} ({:.1f}s)", tok->type(),
+                            tok->vocab_size(), tok->column_markers() ? ", column markers" : "",
+                            Since(t0)));
+
+    // Sequences (DP: one example per record).
+    int max_batch = cfg_.batch_size, max_steps = cfg_.seq_length;
+    if (cfg_.dp) {
+      DS_RETURN_IF_ERROR(PrepareDp(input, *tok));
+      max_steps = recs_.max_steps();
+    } else {
+      DS_ASSIGN_OR_RETURN(data_, SequenceData::Build(input, *tok, cfg_.seq_length,
+                                                     cfg_.batch_size, cfg_.validation_split, seed_));
+    }
+
+    spec_.vocab_size = tok->vocab_size();
+    spec_.embedding_dim = cfg_.embedding_dim;
+    spec_.rnn_units = cfg_.rnn_units;
+    spec_.num_layers = cfg_.num_layers;
+    spec_.dropout_rate = float(cfg_.dropout_rate);
+    layout_ = ParamLayout::For(spec_);
+    DS_ASSIGN_OR_RETURN(backend_, MakeCpuTrainBackend(spec_, max_batch, max_steps));
+    params_.resize(layout_.total);
+    InitParams(spec_, cfg_.rnn_initializer, seed_, params_.data());
+    backend_->SetParams(params_.data());
+    obs_.OnInfo(fmt::format(
+        "network: vocab {}, embedding {}, {} x LSTM {}, {:.2f}M parameters; {} tokens, {} "
+        "steps per epoch{}; {} threads",
+        spec_.vocab_size, spec_.embedding_dim, spec_.num_layers, spec_.rnn_units,
+        double(layout_.total) / 1e6, cfg_.dp ? recs_.tokens() : data_.tokens(), StepsPerEpoch(),
+        cfg_.dp ? "" : fmt::format(" and {} validation batches", data_.val_batches()), threads_));
+
+    metric_ = cfg_.best_model_metric;
+    if (!cfg_.dp && data_.val_batches() == 0 && metric_.rfind("val_", 0) == 0)
+      metric_ = metric_.substr(4);
+    if (cfg_.dp) metric_ = "loss";
+    lower_better_ = IsLossMetric(metric_);
+    best_ = best_for_patience_ = lower_better_ ? std::numeric_limits<double>::infinity()
+                                               : -std::numeric_limits<double>::infinity();
+    summary_.untrained_val_loss = UntrainedLoss();
+
+    int first_epoch = 1;
+    if (opts_.resume) {
+      DS_RETURN_IF_ERROR(RestoreCheckpoint(resume_state));
+      first_epoch = int(summary_.history.size()) + 1;
+      if (done_) {
+        obs_.OnInfo(fmt::format("{}: training already finished ({}); nothing to resume", dir(),
+                                stop_reason_));
+        return Finish(input, delim, *tok, t0);
+      }
+      obs_.OnInfo(fmt::format("resuming after epoch {} (step {})", first_epoch - 1, global_step_));
+    }
+
+    if (cfg_.dp) ResetNoise();
+    OptimizerConfig opt;
+    opt.name = cfg_.optimizer;
+    opt.learning_rate = float(cfg_.learning_rate);
+    train_start_ = Clock::now();
+    stop_reason_ = "epochs";
+    for (int epoch = first_epoch; epoch <= cfg_.epochs; ++epoch) {
+      EpochResult r;
+      bool time_up = false, budget_spent = false;
+      DS_RETURN_IF_ERROR(RunEpoch(epoch, opt, &r, &time_up, &budget_spent));
+      bool stop = false;
+      if (time_up) {
+        stop_reason_ = "time_limit";
+        stop = true;
+      } else if (budget_spent || (cfg_.dp && global_step_ >= dp_.max_steps && epoch < cfg_.epochs)) {
+        stop_reason_ = "privacy_budget";
+        stop = true;
+      } else if (EarlyStop(r)) {
+        stop_reason_ = "early_stopping";
+        stop = true;
+      }
+      done_ = stop || epoch == cfg_.epochs;
+      DS_RETURN_IF_ERROR(EndEpoch(r, input, delim));
+      if (const char* crash = std::getenv("DATASYNTH_TEST_EXIT_AFTER_EPOCH");
+          crash && std::atoi(crash) == epoch)
+        _exit(137);  // test hook: simulate kill -9 right after an epoch's files
+      if (stop) break;
+    }
+    done_ = true;
+    return Finish(input, delim, *tok, t0);
+  }
+
+  int64_t StepsPerEpoch() const { return cfg_.dp ? dp_.steps_per_epoch : data_.train_batches(); }
+
+  Status ApplyDpPolicy() {
+    if (!cfg_.dp) return Status::Ok();
+    if (cfg_.tokenizer == "sentencepiece" && cfg_.IsExplicit("tokenizer"))
+      return DS_ERR(kInvalidArgument,
+                    "--dp with tokenizer 'sentencepiece': a SentencePiece vocabulary trained on "
+                    "the private records would itself reveal rare substrings of them (names, IDs) "
+                    "outside the privacy guarantee; use the char tokenizer (the default under "
+                    "--dp)");
+    if (cfg_.tokenizer != "char")
+      obs_.OnInfo("dp: using the char tokenizer (a vocabulary learned from the data would leak)");
+    if (cfg_.validation_split)
+      obs_.OnInfo("dp: no validation split, early stopping or best-epoch choice; the last "
+                  "epoch's weights are kept");
+    cfg_.tokenizer = "char";
+    cfg_.validation_split = false;
+    cfg_.early_stopping = false;
+    cfg_.save_best_model = false;
+    return Status::Ok();
+  }
+
+  Status PrepareDp(const InputData& input, const Tokenizer& tok) {
+    const int cap = 4 * cfg_.seq_length;
+    DS_ASSIGN_OR_RETURN(recs_, RecordData::Build(input, tok, cap));
+    if (recs_.truncated() > 0)
+      obs_.OnInfo(fmt::format("dp: {} records longer than {} tokens were truncated",
+                              recs_.truncated(), cap));
+    DpSettings s;
+    s.dp = true;
+    s.dp_noise_multiplier = cfg_.dp_noise_multiplier;
+    s.dp_l2_norm_clip = cfg_.dp_l2_norm_clip;
+    s.dp_target_epsilon = cfg_.dp_target_epsilon;
+    s.dp_delta = cfg_.dp_delta;
+    Result<DpPlan> plan = PlanDp(s, recs_.records(), cfg_.batch_size, cfg_.epochs);
+    if (!plan.ok()) return plan.status().WithContext(opts_.input_path);
+    dp_.plan = plan.value();
+    dp_.steps_per_epoch = (recs_.records() + cfg_.batch_size - 1) / cfg_.batch_size;
+    dp_.max_steps = dp_.plan.steps;
+    if (cfg_.dp_target_epsilon > 0) {
+      dp_.max_steps = std::min(dp_.plan.steps,
+                               MaxStepsWithinBudget(cfg_.dp_target_epsilon, dp_.plan.sampling_rate,
+                                                    dp_.plan.noise_multiplier, dp_.plan.delta));
+      cfg_.dp_noise_multiplier = dp_.plan.noise_multiplier;
+    }
+    obs_.OnInfo(DescribeDpPlan(dp_.plan));
+    dp_.threshold = NormalQuantile(dp_.plan.sampling_rate);
+    return Status::Ok();
+  }
+
+  void ResetNoise() {
+    dp_.noise = std::make_unique<SecureGaussian>(
+        cfg_.dp_deterministic_noise ? SecureGaussian::Deterministic(seed_ ^ uint64_t(global_step_))
+                                    : SecureGaussian::FromOsEntropy());
+  }
+
+  double UntrainedLoss() {
+    Batch b;
+    if (cfg_.dp) {
+      std::vector<int64_t> first(size_t(std::min<int64_t>(cfg_.batch_size, recs_.records())));
+      for (size_t i = 0; i < first.size(); ++i) first[i] = int64_t(i);
+      recs_.FillBatch(first.data(), int(first.size()), &b);
+    } else if (data_.val_batches() > 0) {
+      return Validate().first;
+    } else {
+      data_.TrainBatch(data_.EpochOrder(0, cfg_.buffer_size), 0, &b);
+    }
+    StepStats s = backend_->Step(b, false, 0);
+    return s.loss_sum / s.count;
+  }
+
+  // (loss, accuracy) over the validation batches; NaN without validation.
+  std::pair<double, double> Validate() {
+    if (cfg_.dp || data_.val_batches() == 0) return {kNaN, kNaN};
+    StepStats sum;
+    Batch batch;
+    for (int64_t b = 0; b < data_.val_batches(); ++b) {
+      data_.ValBatch(b, &batch);
+      StepStats s = backend_->Step(batch, /*train=*/false, 0);
+      sum.loss_sum += s.loss_sum;
+      sum.correct += s.correct;
+      sum.count += s.count;
+    }
+    return {sum.loss_sum / sum.count, sum.correct / sum.count};
+  }
+
+  // One DP-SGD step: Poisson-sample records, per-record clipped gradient sum
+  // (backend chunks of at most batch_size records), + N(0, (sigma C)^2),
+  // divided by the expected batch size, left in the backend's grads.
+  StepStats DpStep(uint64_t dropout_seed) {
+    const size_t P = layout_.total;
+    dp_.acc.assign(P, 0.0f);
+    dp_.chunk.resize(P);
+    dp_.z.resize(size_t(recs_.records()));
+    dp_.noise->FillDouble(dp_.z.data(), dp_.z.size(), 1.0);
+    std::vector<int64_t> ids;
+    for (int64_t r = 0; r < recs_.records(); ++r)
+      if (dp_.z[size_t(r)] < dp_.threshold) ids.push_back(r);
+    StepStats total;
+    PerExampleClip clip;
+    clip.l2_norm_clip = float(dp_.plan.l2_norm_clip);
+    Batch batch;
+    for (size_t start = 0; start < ids.size(); start += size_t(cfg_.batch_size)) {
+      int n = int(std::min(ids.size() - start, size_t(cfg_.batch_size)));
+      recs_.FillBatch(ids.data() + start, n, &batch);
+      StepStats s = backend_->Step(batch, /*train=*/true, dropout_seed + start, &clip);
+      total.loss_sum += s.loss_sum;
+      total.correct += s.correct;
+      total.count += s.count;
+      backend_->GetGrads(dp_.chunk.data());
+      for (size_t i = 0; i < P; ++i) dp_.acc[i] += dp_.chunk[i];
+    }
+    dp_.noise->Add(dp_.acc.data(), P, dp_.plan.noise_stddev);
+    const float inv = float(1.0 / dp_.plan.expected_batch_size);
+    for (size_t i = 0; i < P; ++i) dp_.acc[i] *= inv;
+    backend_->SetGrads(dp_.acc.data());
+    return total;
+  }
+
+  Status RunEpoch(int epoch, const OptimizerConfig& opt, EpochResult* r, bool* time_up,
+                  bool* budget_spent) {
+    auto e0 = Clock::now();
+    std::vector<int64_t> order;
+    if (!cfg_.dp) order = data_.EpochOrder(epoch, cfg_.buffer_size);
+    const int64_t steps = StepsPerEpoch();
+    StepStats sum;
+    Batch batch;
+    for (int64_t b = 0; b < steps; ++b) {
+      uint64_t dropout_seed = seed_ ^ (0x9e3779b97f4a7c15ull * uint64_t(global_step_ + 1));
+      StepStats s;
+      if (cfg_.dp) {
+        if (global_step_ >= dp_.max_steps) {
+          *budget_spent = true;
+          break;
+        }
+        s = DpStep(dropout_seed);
+        dp_.accountant.AddSteps(dp_.plan.sampling_rate, dp_.plan.noise_multiplier, 1);
+      } else {
+        data_.TrainBatch(order, b, &batch);
+        s = backend_->Step(batch, /*train=*/true, dropout_seed);
+      }
+      backend_->ApplyOptimizer(opt, ++global_step_);
+      if (!std::isfinite(s.loss_sum))
+        return DS_ERR(kInternal,
+                      "training diverged at epoch {} step {} (loss is not finite); lower "
+                      "learning_rate",
+                      epoch, b + 1);
+      sum.loss_sum += s.loss_sum;
+      sum.correct += s.correct;
+      sum.count += s.count;
+      trained_tokens_ += int64_t(cfg_.dp ? s.count : double(batch.batch) * batch.steps);
+      double elapsed = Since(e0);
+      TrainProgress p;
+      p.epoch = epoch;
+      p.epochs = cfg_.epochs;
+      p.step = b + 1;
+      p.steps = steps;
+      p.loss = sum.loss_sum / std::max(sum.count, 1.0);
+      p.tokens_per_s = double(trained_tokens_ - epoch_start_tokens_) / elapsed;
+      p.eta_seconds = elapsed / double(b + 1) *
+                      double(steps - b - 1 + int64_t(cfg_.epochs - epoch) * steps);
+      obs_.OnProgress(p);
+      if (cfg_.max_training_time_seconds > 0 &&
+          Since(train_start_) + prior_seconds_ > cfg_.max_training_time_seconds) {
+        *time_up = true;
+        break;
+      }
+    }
+    double train_seconds = Since(e0);
+    compute_seconds_ += train_seconds;
+    r->epoch = epoch;
+    r->loss = sum.loss_sum / std::max(sum.count, 1.0);
+    r->accuracy = sum.correct / std::max(sum.count, 1.0);
+    std::tie(r->val_loss, r->val_accuracy) = Validate();
+    if (cfg_.dp) {
+      r->delta = dp_.plan.delta;
+      r->epsilon = dp_.accountant.GetEpsilon(dp_.plan.delta).epsilon;
+    }
+    r->seconds = Since(e0);
+    r->tokens_per_s = double(trained_tokens_ - epoch_start_tokens_) / train_seconds;
+    epoch_start_tokens_ = trained_tokens_;
+    return Status::Ok();
+  }
+
+  bool EarlyStop(const EpochResult& r) {
+    double m = MetricOf(r, metric_);
+    bool improved = lower_better_ ? m < best_for_patience_ - cfg_.early_stopping_min_delta
+                                  : m > best_for_patience_ + cfg_.early_stopping_min_delta;
+    if (improved) {
+      best_for_patience_ = m;
+      wait_ = 0;
+      return false;
+    }
+    return cfg_.early_stopping && ++wait_ >= cfg_.early_stopping_patience;
+  }
+
+  // Writes the epoch's files in an order that keeps every name valid if the
+  // process dies between any two writes.
+  Status EndEpoch(EpochResult& r, const InputData& input, char delim) {
+    const int epoch = r.epoch;
+    double m = MetricOf(r, metric_);
+    bool improved = lower_better_ ? m < best_ : m > best_;
+    backend_->GetParams(params_.data());
+    if (improved || !cfg_.save_best_model) {
+      if (improved) best_ = m;
+      r.best = true;
+      for (auto& h : summary_.history) h.best = false;
+      best_epoch_ = epoch;
+      best_metric_ = m;
+      weights_file_ = fmt::format("weights-e{:04d}.bin", epoch);
+      weights_crc_ = Crc32(params_.data(), params_.size() * sizeof(float));
+      DS_RETURN_IF_ERROR(
+          WriteTensorFile(dir() + "/" + weights_file_, {{"params", params_.data(), layout_.total}}));
+    }
+    if (cfg_.save_all_checkpoints) {
+      DS_RETURN_IF_ERROR(MakeDirs(dir() + "/checkpoints"));
+      DS_RETURN_IF_ERROR(WriteTensorFile(fmt::format("{}/checkpoints/epoch_{:04d}.bin", dir(), epoch),
+                                         {{"params", params_.data(), layout_.total}}));
+    }
+    summary_.history.push_back(r);
+    checkpoint_file_ = fmt::format("checkpoint-e{:04d}.bin", epoch);
+    std::vector<float> opt_state = backend_->GetOptimizerState();
+    DS_RETURN_IF_ERROR(WriteTensorFile(dir() + "/" + checkpoint_file_,
+                                       {{"params", params_.data(), layout_.total},
+                                        {"optimizer", opt_state.data(), opt_state.size()}}));
+    DS_RETURN_IF_ERROR(
+        WriteFileAtomic(dir() + "/model_history.csv", HistoryCsv(summary_.history, cfg_.dp)));
+    DS_RETURN_IF_ERROR(WriteCheckpointJson());
+    DS_RETURN_IF_ERROR(WriteModelParams(dir(), cfg_, Meta(input, delim)));
+    epoch_written_ = true;
+    RemoveStale();
+    obs_.OnEpoch(r);
+    return Status::Ok();
+  }
+
+  void RemoveStale() {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir(), ec)) {
+      std::string name = e.path().filename().string();
+      bool versioned = name.rfind("weights-e", 0) == 0 || name.rfind("checkpoint-e", 0) == 0;
+      if (versioned && name != weights_file_ && name != checkpoint_file_)
+        std::filesystem::remove(e.path(), ec);
+    }
+  }
+
+  Status WriteCheckpointJson() {
+    Json j;
+    j["version"] = kCheckpointVersion;
+    j["config"] = cfg_.ToJson();
+    j["input_path"] = opts_.input_path;
+    j["input_fingerprint"] = fingerprint_;
+    j["checkpoint_file"] = checkpoint_file_;
+    j["weights_file"] = weights_file_;
+    j["weights_crc32"] = weights_crc_;
+    j["global_step"] = global_step_;
+    j["best"] = best_;
+    j["best_for_patience"] = best_for_patience_;
+    j["wait"] = wait_;
+    j["best_epoch"] = best_epoch_;
+    j["best_metric"] = best_metric_;
+    j["trained_tokens"] = trained_tokens_;
+    j["seconds"] = compute_seconds_ + prior_seconds_;
+    j["untrained_loss"] = summary_.untrained_val_loss;
+    j["done"] = done_;
+    j["stop_reason"] = stop_reason_;
+    Json h = Json::array();
+    for (const auto& r : summary_.history) h.push_back(EpochToJson(r));
+    j["history"] = h;
+    return WriteFileAtomic(dir() + "/checkpoint.json", j.dump(1) + "\n");
+  }
+
+  Status RestoreCheckpoint(const Json& j) {
+    try {
+      checkpoint_file_ = j.at("checkpoint_file").get<std::string>();
+      weights_file_ = j.at("weights_file").get<std::string>();
+      for (const auto& name : {checkpoint_file_, weights_file_})
+        if (name.find('/') != std::string::npos || name.empty() || name[0] == '.')
+          return DS_ERR(kCorrupt, "{}/checkpoint.json: bad file name '{}'", dir(), name);
+      weights_crc_ = j.at("weights_crc32").get<uint32_t>();
+      global_step_ = j.at("global_step").get<int64_t>();
+      best_ = j.at("best").get<double>();
+      best_for_patience_ = j.at("best_for_patience").get<double>();
+      wait_ = j.at("wait").get<int>();
+      best_epoch_ = j.at("best_epoch").get<int>();
+      best_metric_ = j.at("best_metric").get<double>();
+      trained_tokens_ = epoch_start_tokens_ = j.at("trained_tokens").get<int64_t>();
+      prior_seconds_ = j.at("seconds").get<double>();
+      summary_.untrained_val_loss = j.at("untrained_loss").get<double>();
+      done_ = j.at("done").get<bool>();
+      stop_reason_ = j.at("stop_reason").get<std::string>();
+      for (const auto& e : j.at("history")) summary_.history.push_back(EpochFromJson(e));
+    } catch (const Json::exception& e) {
+      return DS_ERR(kCorrupt, "{}/checkpoint.json: {}", dir(), e.what());
+    }
+    DS_ASSIGN_OR_RETURN(auto f, MappedTensorFile::Open(dir() + "/" + checkpoint_file_));
+    DS_ASSIGN_OR_RETURN(const float* p, f->Section("params", layout_.total));
+    backend_->SetParams(p);
+    std::copy(p, p + layout_.total, params_.begin());
+    // The optimizer state has the size the backend uses for this network.
+    const size_t opt_count = backend_->GetOptimizerState().size();
+    DS_ASSIGN_OR_RETURN(const float* o, f->Section("optimizer", opt_count));
+    DS_RETURN_IF_ERROR(backend_->SetOptimizerState(std::vector<float>(o, o + opt_count)));
+    if (cfg_.dp) dp_.accountant.AddSteps(dp_.plan.sampling_rate, dp_.plan.noise_multiplier, global_step_);
+    epoch_written_ = true;
+    return Status::Ok();
+  }
+
+  ModelMeta Meta(const InputData& input, char delim) const {
+    ModelMeta meta;
+    meta.datasynth_version = DS_VERSION;
+    meta.spec = spec_;
+    meta.header = input.header;
+    meta.delimiter = delim;
+    meta.input_path = opts_.input_path;
+    meta.records = int64_t(input.records.size());
+    meta.tokens = cfg_.dp ? recs_.tokens() : data_.tokens();
+    meta.epochs_run = int(summary_.history.size());
+    meta.best_epoch = best_epoch_;
+    meta.best_metric = best_metric_;
+    meta.train_seconds = compute_seconds_ + prior_seconds_;
+    meta.stop_reason = done_ ? stop_reason_ : "interrupted";
+    meta.device = backend_->name();
+    meta.weights_file = weights_file_;
+    meta.weights_crc = weights_crc_;
+    if (cfg_.dp) {
+      meta.dp = true;
+      meta.epsilon = dp_.accountant.GetEpsilon(dp_.plan.delta).epsilon;
+      meta.delta = dp_.plan.delta;
+      meta.dp_unit = fmt::format(
+          "one record (one CSV row / text line); DP-SGD with Poisson sampling q={:.4g}, noise "
+          "multiplier {:.4g}, clip {:.4g}, {} steps; covers the weights and all generated data, "
+          "not the character set or the header",
+          dp_.plan.sampling_rate, dp_.plan.noise_multiplier, dp_.plan.l2_norm_clip, global_step_);
+    }
+    return meta;
+  }
+
+  Status Finish(const InputData& input, char delim, const Tokenizer& tok, Clock::time_point t0) {
+    DS_RETURN_IF_ERROR(WriteCheckpointJson());
+    summary_.meta = Meta(input, delim);
+    DS_RETURN_IF_ERROR(WriteModelParams(dir(), cfg_, summary_.meta));
+    summary_.seconds = Since(t0);
+    summary_.tokens_per_s = compute_seconds_ > 0 ? double(trained_tokens_) / (compute_seconds_ + prior_seconds_) : 0;
+    return Status::Ok();
+  }
+
+  TrainOptions opts_;
+  TrainObserver& obs_;
+  Config cfg_;
+  uint64_t seed_ = 0;
+  int threads_ = 1;
+  bool created_dir_ = false;
+  bool epoch_written_ = false;  // a complete epoch's files exist: keep them on failure
+  bool done_ = false;
+  std::string fingerprint_;
+  SequenceData data_;
+  RecordData recs_;
+  DpRun dp_;
+  NetworkSpec spec_;
+  ParamLayout layout_;
+  std::unique_ptr<TrainBackend> backend_;
+  std::vector<float> params_;  // [layout_.total] host copy
+  std::string metric_;
+  bool lower_better_ = true;
+  double best_ = 0, best_for_patience_ = 0, best_metric_ = 0;
+  int wait_ = 0, best_epoch_ = 0;
+  int64_t global_step_ = 0, trained_tokens_ = 0, epoch_start_tokens_ = 0;
+  double compute_seconds_ = 0, prior_seconds_ = 0;
+  Clock::time_point train_start_;
+  std::string stop_reason_ = "epochs";
+  std::string weights_file_, checkpoint_file_;
+  uint32_t weights_crc_ = 0;
+  TrainSummary summary_;
+};
 
 }  // namespace
 
 Result<TrainSummary> Train(const TrainOptions& options, TrainObserver* observer) {
   TrainObserver null_observer;
-  TrainObserver& obs = observer ? *observer : null_observer;
-  Config cfg = options.config;
-  DS_RETURN_IF_ERROR(cfg.Validate());
-  const std::string& dir = options.model_dir;
-  if (dir.empty()) return DS_ERR(kInvalidArgument, "no model directory given (--model-dir)");
-  if (!PathExists(options.input_path))
-    return DS_ERR(kNotFound, "{}: input file does not exist", options.input_path);
-
-  // 1. Overwrite protection.
-  bool created = false;
-  if (LooksLikeModel(dir)) {
-    if (!cfg.overwrite)
-      return DS_ERR(kAlreadyExists,
-                    "{}: already holds a trained model; pass --overwrite to replace it", dir);
-    // Remove model_params.json first so that a crash from here on never leaves
-    // an old model description next to new weights.
-    std::remove((dir + "/model_params.json").c_str());
-  }
-  if (!PathExists(dir)) {
-    DS_RETURN_IF_ERROR(MakeDirs(dir));
-    created = true;
-  }
-  Cleanup cleanup(dir, created);
-
-  if (cfg.seed == 0) cfg.seed = int64_t(std::random_device{}() | 1u);
-  const uint64_t seed = uint64_t(cfg.seed);
-  int threads = cfg.threads > 0 ? cfg.threads : omp_get_num_procs();
-  omp_set_num_threads(threads);
-
-  // 2. Input, rules, tokenizer.
-  char delim = 0;
-  if (!cfg.field_delimiter.empty()) {
-    DS_ASSIGN_OR_RETURN(delim, ParseDelimiter(cfg.field_delimiter));
-  }
-  auto t0 = Clock::now();
-  DS_ASSIGN_OR_RETURN(InputData input, ReadInput(options.input_path, delim, cfg.max_lines));
-  obs.OnInfo(fmt::format("read {} records{} from {}", input.records.size(),
-                         delim ? fmt::format(" of {} fields", input.header.size()) : "",
-                         options.input_path));
-
-  if (delim) {
-    RuleOptions ropts;
-    if (cfg.dp && !cfg.dp_store_value_rules) ropts.store_values = false;
-    ColumnRules rules = LearnColumnRules(input.header, input.records, ropts);
-    DS_RETURN_IF_ERROR(WriteFileAtomic(dir + "/column_rules.json", rules.ToJson().dump(1) + "\n"));
-  }
-
-  if (cfg.dp) {
-    if (cfg.tokenizer == "sentencepiece" && cfg.IsExplicit("tokenizer"))
-      return DS_ERR(kInvalidArgument,
-                    "--dp with tokenizer 'sentencepiece': a SentencePiece vocabulary trained on the "
-                    "private records would itself reveal rare substrings of them (names, IDs) "
-                    "outside the privacy guarantee; use the char tokenizer (the default under --dp)");
-    if (cfg.tokenizer != "char") obs.OnInfo("dp: using the char tokenizer (a learned vocabulary would leak)");
-    cfg.tokenizer = "char";
-    if (cfg.validation_split) obs.OnInfo("dp: no validation split; the last epoch's weights are kept");
-    cfg.validation_split = false;
-    cfg.early_stopping = false;
-    cfg.save_best_model = false;
-  }
-  TokenizerConfig tcfg;
-  tcfg.type = cfg.tokenizer;
-  tcfg.vocab_size = cfg.vocab_size;
-  tcfg.character_coverage = cfg.character_coverage;
-  tcfg.pretrain_sentence_count = cfg.pretrain_sentence_count;
-  tcfg.max_line_len = cfg.max_line_len;
-  tcfg.sp_model_type = cfg.sp_model_type;
-  tcfg.column_markers = delim != 0 && cfg.column_markers != "off" &&
-                        (cfg.column_markers == "on" || cfg.column_markers == "auto");
-  tcfg.num_columns = tcfg.column_markers ? int(input.header.size()) : 0;
-  tcfg.seed = seed;
-  DS_ASSIGN_OR_RETURN(auto tok, TrainTokenizer(tcfg, input.records));
-  DS_RETURN_IF_ERROR(tok->Save(dir));
-  obs.OnInfo(fmt::format("tokenizer: {} with {} tokens{} ({:.1f}s)", tok->type(),
-                         tok->vocab_size(), tcfg.column_markers ? ", column markers" : "",
-                         Since(t0)));
-
-  // 3. Sequences (DP: one example per record).
-  SequenceData data;
-  RecordData recs;
-  DpRun dp;
-  int max_batch = cfg.batch_size, max_steps = cfg.seq_length;
-  if (cfg.dp) {
-    int cap = std::max(cfg.seq_length, 4 * cfg.seq_length);
-    DS_ASSIGN_OR_RETURN(recs, RecordData::Build(input, *tok, cap));
-    if (recs.records() < int64_t(cfg.batch_size))
-      return DS_ERR(kInvalidInput, "{}: too few records for DP training: {} records, batch_size {} "
-                    "needs more records than the batch (the sampling rate is batch_size / records)",
-                    options.input_path, recs.records(), cfg.batch_size);
-    if (recs.truncated() > 0)
-      obs.OnInfo(fmt::format("dp: {} records longer than {} tokens were truncated", recs.truncated(), cap));
-    DpSettings ds_settings;
-    ds_settings.dp = true;
-    ds_settings.dp_noise_multiplier = cfg.dp_noise_multiplier;
-    ds_settings.dp_l2_norm_clip = cfg.dp_l2_norm_clip;
-    ds_settings.dp_target_epsilon = cfg.dp_target_epsilon;
-    ds_settings.dp_delta = cfg.dp_delta;
-    DS_ASSIGN_OR_RETURN(DpPlan plan, PlanDp(ds_settings, recs.records(), cfg.batch_size, cfg.epochs));
-    dp.q = plan.sampling_rate;
-    dp.sigma = plan.noise_multiplier;
-    dp.clip = plan.l2_norm_clip;
-    dp.delta = plan.delta;
-    dp.steps_per_epoch = (recs.records() + cfg.batch_size - 1) / cfg.batch_size;
-    dp.max_steps = plan.steps;
-    if (cfg.dp_target_epsilon > 0) {
-      dp.max_steps = std::min(plan.steps, MaxStepsWithinBudget(cfg.dp_target_epsilon, dp.q,
-                                                               dp.sigma, dp.delta));
-      cfg.dp_noise_multiplier = dp.sigma;
-    }
-    obs.OnInfo(DescribeDpPlan(plan));
-    dp.threshold = NormalQuantile(dp.q);
-    dp.noise = std::make_unique<SecureGaussian>(cfg.dp_deterministic_noise
-                                                    ? SecureGaussian::Deterministic(seed)
-                                                    : SecureGaussian::FromOsEntropy());
-    // Poisson batches exceed batch_size; the backend processes them in chunks.
-    max_batch = cfg.batch_size;
-    max_steps = recs.max_steps();
-  } else {
-    DS_ASSIGN_OR_RETURN(data, SequenceData::Build(input, *tok, cfg.seq_length, cfg.batch_size,
-                                                  cfg.validation_split, seed));
-  }
-
-  NetworkSpec spec;
-  spec.vocab_size = tok->vocab_size();
-  spec.embedding_dim = cfg.embedding_dim;
-  spec.rnn_units = cfg.rnn_units;
-  spec.num_layers = cfg.num_layers;
-  spec.dropout_rate = float(cfg.dropout_rate);
-  ParamLayout layout = ParamLayout::For(spec);
-  DS_ASSIGN_OR_RETURN(auto backend, MakeCpuTrainBackend(spec, max_batch, max_steps));
-  std::vector<float> params(layout.total);  // [layout.total]
-  InitParams(spec, cfg.rnn_initializer, seed, params.data());
-  backend->SetParams(params.data());
-  obs.OnInfo(fmt::format(
-      "network: vocab {}, embedding {}, {} x LSTM {}, {:.2f}M parameters; {} tokens, {} training "
-      "and {} validation batches of {} x {}; {} threads",
-      spec.vocab_size, spec.embedding_dim, spec.num_layers, spec.rnn_units,
-      double(layout.total) / 1e6, cfg.dp ? recs.tokens() : data.tokens(),
-      cfg.dp ? dp.steps_per_epoch : data.train_batches(), data.val_batches(), cfg.batch_size,
-      cfg.dp ? max_steps : cfg.seq_length, threads));
-
-  OptimizerConfig opt;
-  opt.name = cfg.optimizer;
-  opt.learning_rate = float(cfg.learning_rate);
-
-  std::string metric = cfg.best_model_metric;
-  if (data.val_batches() == 0 && metric.rfind("val_", 0) == 0) metric = metric.substr(4);
-  const bool lower_better = IsLossMetric(metric);
-
-  TrainSummary summary;
-  summary.untrained_val_loss = Validate(*backend, data).loss;
-  if (cfg.dp) {
-    std::vector<int64_t> first(size_t(std::min<int64_t>(cfg.batch_size, recs.records())));
-    for (size_t i = 0; i < first.size(); ++i) first[i] = int64_t(i);
-    Batch b;
-    recs.FillBatch(first.data(), int(first.size()), &b);
-    StepStats s = backend->Step(b, false, 0);
-    summary.untrained_val_loss = s.loss_sum / s.count;
-  } else if (std::isnan(summary.untrained_val_loss)) {
-    // No validation: untrained loss on the first training batch.
-    Batch b;
-    data.TrainBatch(data.EpochOrder(0, cfg.buffer_size), 0, &b);
-    StepStats s = backend->Step(b, false, 0);
-    summary.untrained_val_loss = s.loss_sum / s.count;
-  }
-
-  double best = lower_better ? std::numeric_limits<double>::infinity()
-                             : -std::numeric_limits<double>::infinity();
-  double best_for_patience = best;
-  int wait = 0;
-  int64_t global_step = 0;
-  const int64_t steps = data.train_batches();
-  const double tokens_per_step = double(cfg.batch_size) * cfg.seq_length;
-  auto train_start = Clock::now();
-  std::string stop_reason = "epochs";
-  std::vector<float> best_params;
-  Batch batch;
-  double train_compute_seconds = 0;
-  std::vector<float> dp_grads, dp_chunk_grads;  // [layout.total] each
-  std::vector<double> dp_z;                     // [records]
-  int64_t trained_tokens = 0;
-
-  for (int epoch = 1; epoch <= cfg.epochs; ++epoch) {
-    auto e0 = Clock::now();
-    std::vector<int64_t> order;
-    if (!cfg.dp) order = data.EpochOrder(epoch, cfg.buffer_size);
-    StepStats sum;
-    bool time_up = false, budget_spent = false;
-    const int64_t epoch_steps = cfg.dp ? dp.steps_per_epoch : steps;
-    for (int64_t b = 0; b < epoch_steps; ++b) {
-      uint64_t dropout_seed = seed ^ (0x9e3779b97f4a7c15ull * uint64_t(global_step + 1));
-      StepStats s;
-      if (cfg.dp) {
-        if (global_step >= dp.max_steps) {
-          budget_spent = true;
-          break;
-        }
-        s = DpStep(*backend, recs, dp, cfg, dropout_seed, &dp_grads, &dp_chunk_grads, &dp_z);
-        dp.accountant.AddSteps(dp.q, dp.sigma, 1);
-      } else {
-        data.TrainBatch(order, b, &batch);
-        s = backend->Step(batch, /*train=*/true, dropout_seed);
-      }
-      backend->ApplyOptimizer(opt, ++global_step);
-      sum.loss_sum += s.loss_sum;
-      sum.correct += s.correct;
-      sum.count += s.count;
-      trained_tokens += int64_t(tokens_per_step);
-      if (!std::isfinite(s.loss_sum))
-        return DS_ERR(kInternal, "training diverged at epoch {} step {} (loss is not finite); "
-                                 "lower learning_rate", epoch, b + 1);
-      double elapsed = Since(e0);
-      TrainProgress p;
-      p.epoch = epoch;
-      p.epochs = cfg.epochs;
-      p.step = b + 1;
-      p.steps = epoch_steps;
-      p.loss = sum.loss_sum / sum.count;
-      p.tokens_per_s = double(b + 1) * tokens_per_step / elapsed;
-      double per_step = elapsed / double(b + 1);
-      p.eta_seconds =
-          per_step * double(epoch_steps - b - 1 + int64_t(cfg.epochs - epoch) * epoch_steps);
-      obs.OnProgress(p);
-      if (cfg.max_training_time_seconds > 0 && Since(train_start) > cfg.max_training_time_seconds) {
-        time_up = true;
-        break;
-      }
-    }
-    train_compute_seconds += Since(e0);
-    EpochResult r;
-    r.epoch = epoch;
-    r.loss = sum.loss_sum / sum.count;
-    r.accuracy = sum.correct / sum.count;
-    EvalStats v = Validate(*backend, data);
-    r.val_loss = v.loss;
-    r.val_accuracy = v.accuracy;
-    if (cfg.dp) {
-      r.delta = dp.delta;
-      r.epsilon = dp.accountant.GetEpsilon(dp.delta).epsilon;
-    }
-    r.seconds = Since(e0);
-    r.tokens_per_s = sum.count / r.seconds;
-    double m = MetricOf(r, metric);
-    bool improved = lower_better ? m < best : m > best;
-    if (improved || !cfg.save_best_model) {
-      best = improved ? m : best;
-      r.best = true;
-      for (auto& h : summary.history) h.best = false;
-      backend->GetParams(params.data());
-      best_params = params;
-      summary.meta.best_epoch = epoch;
-      summary.meta.best_metric = m;
-      ParamLayout l = layout;
-      DS_RETURN_IF_ERROR(WriteTensorFile(dir + "/weights.bin", {{"params", best_params.data(), l.total}}));
-    }
-    if (cfg.save_all_checkpoints) {
-      backend->GetParams(params.data());
-      DS_RETURN_IF_ERROR(MakeDirs(dir + "/checkpoints"));
-      DS_RETURN_IF_ERROR(WriteTensorFile(fmt::format("{}/checkpoints/epoch_{:04d}.bin", dir, epoch),
-                                         {{"params", params.data(), layout.total}}));
-    }
-    summary.history.push_back(r);
-    DS_RETURN_IF_ERROR(WriteFileAtomic(dir + "/model_history.csv", HistoryCsv(summary.history, cfg.dp)));
-    obs.OnEpoch(r);
-    if (time_up) {
-      stop_reason = "time_limit";
-      break;
-    }
-    if (budget_spent || (cfg.dp && global_step >= dp.max_steps && epoch < cfg.epochs)) {
-      stop_reason = "privacy_budget";
-      break;
-    }
-    bool patience_improved = lower_better ? m < best_for_patience - cfg.early_stopping_min_delta
-                                          : m > best_for_patience + cfg.early_stopping_min_delta;
-    if (patience_improved) {
-      best_for_patience = m;
-      wait = 0;
-    } else if (cfg.early_stopping && ++wait >= cfg.early_stopping_patience) {
-      stop_reason = "early_stopping";
-      break;
-    }
-  }
-
-  // 5. Final files; model_params.json last.
-  summary.seconds = Since(t0);
-  summary.tokens_per_s = double(trained_tokens) / train_compute_seconds;
-  ModelMeta& meta = summary.meta;
-  meta.datasynth_version = DS_VERSION;
-  meta.spec = spec;
-  meta.header = input.header;
-  meta.delimiter = delim;
-  meta.input_path = options.input_path;
-  meta.records = int64_t(input.records.size());
-  meta.tokens = data.tokens();
-  meta.epochs_run = int(summary.history.size());
-  meta.train_seconds = summary.seconds;
-  meta.stop_reason = stop_reason;
-  meta.device = backend->name();
-  if (cfg.dp) {
-    meta.dp = true;
-    DpResult final_eps = dp.accountant.GetEpsilon(dp.delta);
-    meta.epsilon = final_eps.epsilon;
-    meta.delta = dp.delta;
-    meta.dp_unit = fmt::format(
-        "one record (one CSV row / text line): example-level DP-SGD, Poisson sampling q={:.4g}, "
-        "noise multiplier {:.4g}, clip {:.4g}, {} steps; covers the weights, not the character set "
-        "or the header",
-        dp.q, dp.sigma, dp.clip, global_step);
-  }
-  meta.weights_crc = Crc32(best_params.data(), best_params.size() * sizeof(float));
-  DS_RETURN_IF_ERROR(WriteModelParams(dir, cfg, meta));
-  cleanup.Release();
-  return summary;
+  TrainRun run(options, observer ? *observer : null_observer);
+  return run.Run();
 }
 
 }  // namespace ds
