@@ -6,8 +6,8 @@ DS=$1
 ROOT=$2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-fails=0
-pass() { echo "ok: $1"; }
+fails=0; passes=0
+pass() { echo "ok: $1"; passes=$((passes + 1)); }
 fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
 
 # Small network so the test runs in seconds.
@@ -81,5 +81,5 @@ expect_error "ragged row" "ragged.csv:3" "$TMP/e8" -- train --input "$TMP/ragged
 mkdir -p "$TMP/unreadable.csv"
 expect_error "unreadable input" "unreadable.csv" "$TMP/e9" -- train --input "$TMP/unreadable.csv" --field-delimiter , --model-dir "$TMP/e9" "${SMALL[@]}"
 
-echo "$((fails == 0 ? 1 : 0)) passed, $fails failed"
+echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]
