@@ -38,6 +38,8 @@ class CliObserver : public TrainObserver {
 
 int RunTrain(TrainArgs& a) {
   TrainOptions o;
+  if (a.input.empty() && !a.resume)
+    return Fail(DS_ERR(kInvalidArgument, "--input is required (the records to train on)"));
   if (!a.config_file.empty()) {
     Status s = o.config.LoadFile(a.config_file);
     if (!s.ok()) return Fail(s);
@@ -65,8 +67,8 @@ int RunTrain(TrainArgs& a) {
 void AddTrainCommand(CLI::App& app) {
   auto* a = new TrainArgs();  // lives for the whole run
   CLI::App* cmd = app.add_subcommand("train", "Train a model on a CSV or text file");
-  cmd->add_option("--input,-i,--input-data-path", a->input, "records: CSV with header, or text lines")
-      ->required();
+  cmd->add_option("--input,-i,--input-data-path", a->input,
+                  "records: CSV with header, or text lines (with --resume: the stored path)");
   cmd->add_option("--model-dir,-m,--checkpoint-dir", a->model_dir, "output model directory")
       ->required();
   cmd->add_option("--config,-c", a->config_file, "JSON file of config keys (flags win)");
