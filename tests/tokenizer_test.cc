@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "tokenize/internal.h"
-#include "tokenize/utf8.h"
+#include "util/utf8.h"
 
 namespace ds {
 namespace {
@@ -89,7 +89,7 @@ size_t ExpectRoundTrip(const Tokenizer& tok, const Records& records) {
       switch (tok.kind(id)) {
         case TokenKind::kText:
           batch.back() += tok.text(id);
-          text_chars += utf8::CountChars(tok.text(id));
+          text_chars += CountCodePoints(tok.text(id));
           break;
         case TokenKind::kDelimiter:
           batch.emplace_back();
@@ -116,7 +116,7 @@ size_t ExpectRoundTrip(const Tokenizer& tok, const Records& records) {
     EXPECT_EQ(dec.fields(), records[r]) << "record " << r;
     EXPECT_EQ(dec.chars(), text_chars);
     size_t want_chars = 0;
-    for (const auto& f : records[r]) want_chars += utf8::CountChars(f);
+    for (const auto& f : records[r]) want_chars += CountCodePoints(f);
     EXPECT_EQ(dec.chars(), want_chars);
   }
   return total;
