@@ -64,8 +64,8 @@ double MeasureSplit(const Shape& s, int threads, double min_s) {
     {
       int j = omp_get_thread_num();
       for (int r = 0; r < 10; ++r) {
-        ds::cpu::Sgemm(false, false, s.m, nb, s.k, 1.0f, a.data(), s.k, b.data() + j * nb, s.n,
-                       0.0f, c.data() + j * nb, s.n);
+        ds::cpu::SgemmSerial(false, false, s.m, nb, s.k, 1.0f, a.data(), s.k, b.data() + j * nb,
+                             s.n, 0.0f, c.data() + j * nb, s.n);
 #pragma omp barrier
       }
     }

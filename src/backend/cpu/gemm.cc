@@ -57,7 +57,6 @@ void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
   if (m <= 0 || n <= 0) return;
 #ifdef DS_HAVE_OPENBLAS
   if (CurrentGemmImpl() == GemmImpl::kOpenBlas) {
-    if (omp_in_parallel()) openblas_set_num_threads(1);
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
@@ -68,6 +67,17 @@ void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
   if (st != dnnl_success) {
     DS_THROW(kInternal, "dnnl_sgemm failed ({}) for m={} n={} k={}", int(st), m, n, k);
   }
+}
+
+void SgemmSerial(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                 int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  const int saved = omp_get_max_threads();
+  if (saved != 1) omp_set_num_threads(1);
+#ifdef DS_HAVE_OPENBLAS
+  if (CurrentGemmImpl() == GemmImpl::kOpenBlas) openblas_set_num_threads(1);
+#endif
+  Sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (saved != 1) omp_set_num_threads(saved);
 }
 
 void SgemmThreads(int threads, bool trans_a, bool trans_b, int m, int n, int k, float alpha,

@@ -32,6 +32,12 @@ bool HaveOpenBlas();
 void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
            const float* b, int ldb, float beta, float* c, int ldc);
 
+// Same on the calling thread only: for per-thread GEMMs inside our own parallel
+// regions. (A team of ONE thread is not "in parallel" for OpenMP, so a plain
+// Sgemm there would open a nested team of omp_get_max_threads() threads.)
+void SgemmSerial(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                 int lda, const float* b, int ldb, float beta, float* c, int ldc);
+
 // Same, with `threads` threads for this call (OpenMP nthreads ICV set around it).
 void SgemmThreads(int threads, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                   const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);

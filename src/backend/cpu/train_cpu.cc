@@ -75,6 +75,8 @@ class TrainImpl final : public CpuTrainBackend {
     dcn_.Resize(size_t(max_batch) * H);
     zeros_.Resize(size_t(std::max({E, H, V})));
     zeros_.Zero();
+    ones_.Resize(H);
+    std::memset(ones_.data(), 1, H);
     wscratch_.Resize(wmax * 4 * H);
     bscratch_.Resize(size_t(4) * H);
   }
@@ -174,6 +176,7 @@ class TrainImpl final : public CpuTrainBackend {
   Buffer<float> dx_[2];                // [R, max(Emb, H)] ping-pong dL/d(layer input)
   Buffer<float> dhrec_;                // [maxB, H] dz_{t+1} Wh^T
   Buffer<float> dcn_;                  // [maxB, H] dL/dc_t carried to t-1
+  Buffer<uint8_t> ones_;               // [H] all-ones keep mask (no dropout)
   Buffer<float> zeros_;                // [max(Emb, H, V)] zeros (c_{-1}, ...)
   Buffer<float> wscratch_;             // [max(Emb, H), 4H] permuted weight gradient
   Buffer<float> bscratch_;             // [4H] permuted bias gradient
@@ -291,8 +294,8 @@ void TrainImpl::RecurrenceForward(int l) {
     for (int t = 0; t < T; ++t) {
       float* z = gates + size_t(t) * B * H4;  // [B, 4H]
       if (t > 0 && nc > 0) {
-        Sgemm(false, false, B, nc, H, 1.0f, hbuf + size_t(t - 1) * B * H, H, whp + c0, H4, 1.0f,
-              z + c0, H4);
+        SgemmSerial(false, false, B, nc, H, 1.0f, hbuf + size_t(t - 1) * B * H, H, whp + c0, H4,
+                    1.0f, z + c0, H4);
       }
       for (int b = 0; b < B; ++b) {
         const size_t row = size_t(t) * B + b;
@@ -342,6 +345,7 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
   float* dcn = dcn_.data();
   float* db = bscratch_.data();
   const float* zeros = zeros_.data();
+  const uint8_t* ones = ones_.data();
 #pragma omp parallel num_threads(ntr)
   {
     const int j = omp_get_thread_num(), nj = omp_get_num_threads();
@@ -356,8 +360,8 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
       float* dzt = dz + size_t(t) * B * H4;  // [B, 4H]
       if (t < T - 1 && nu > 0) {
         // dhrec[:, u0:u0+nu] = dz_{t+1} [B, 4H] x Whp[u0:u0+nu, :]^T
-        Sgemm(false, true, B, nu, H4, 1.0f, dzt + size_t(B) * H4, H4, whp + size_t(u0) * H4, H4,
-              0.0f, dhrec + u0, H);
+        SgemmSerial(false, true, B, nu, H4, 1.0f, dzt + size_t(B) * H4, H4, whp + size_t(u0) * H4,
+                    H4, 0.0f, dhrec + u0, H);
       }
       for (int b = 0; b < B; ++b) {
         const size_t row = size_t(t) * B + b;
@@ -369,13 +373,14 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
           const float* cp = t > 0 ? cbuf + (row - B) * H + uo : zeros;
           const float* tcr = tcbuf + row * H + uo;
           const float* dha = dh_above + row * H + uo;
-          const uint8_t* mr = mask ? mask + row * H + uo : nullptr;
+          // Without dropout: all-ones mask (keep_scale 1), no branch in the loop.
+          const uint8_t* mr = mask ? mask + row * H + uo : ones;
           float* dhr = dhrec + size_t(b) * H + uo;
           float* dcr = dcn + size_t(b) * H + uo;
           float* dbr = db + k * 4 * ub;
 #pragma omp simd
           for (int u = 0; u < ub; ++u) {
-            float m = mr ? float(mr[u]) * keep_scale : 1.0f;
+            float m = float(mr[u]) * keep_scale;
             float dh = dha[u] * m + dhr[u];
             float i = gr[u], f = gr[ub + u], g = gr[2 * ub + u], o = gr[3 * ub + u];
             float tch = tcr[u];
@@ -476,7 +481,7 @@ inline RowResult SoftmaxRow(float* x, const float* bias, int V, int target, floa
 #pragma omp simd reduction(max : mx)
   for (int v = 0; v < V; ++v) {
     x[v] += bias[v];
-    mx = std::fmax(mx, x[v]);
+    mx = x[v] > mx ? x[v] : mx;
   }
   int arg = 0;
   while (x[arg] != mx) ++arg;
@@ -540,7 +545,7 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
     for (int r = r0; r < r1; r += chunk) {
       const int n = std::min(chunk, r1 - r);
       float* x = lg.data();  // [n, V]
-      Sgemm(false, false, n, V, H, 1.0f, xd + size_t(r) * H, H, wd, V, 0.0f, x, V);
+      SgemmSerial(false, false, n, V, H, 1.0f, xd + size_t(r) * H, H, wd, V, 0.0f, x, V);
       for (int i = 0; i < n; ++i) {
         const int row = r + i, t = row / B, b = row % B;
         const float w = W(batch, b, t);
@@ -556,13 +561,14 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
         st.count += w;
       }
       if (train) {
-        Sgemm(true, false, H, V, n, 1.0f, xd + size_t(r) * H, H, x, V, first ? 0.0f : 1.0f, dw, V);
+        SgemmSerial(true, false, H, V, n, 1.0f, xd + size_t(r) * H, H, x, V, first ? 0.0f : 1.0f,
+                    dw, V);
         for (int i = 0; i < n; ++i) {
           const float* xr = x + size_t(i) * V;
 #pragma omp simd
           for (int v = 0; v < V; ++v) db[v] += xr[v];
         }
-        Sgemm(false, true, n, H, V, 1.0f, x, V, wd, V, 0.0f, dxd + size_t(r) * H, H);
+        SgemmSerial(false, true, n, H, V, 1.0f, x, V, wd, V, 0.0f, dxd + size_t(r) * H, H);
         first = false;
       }
     }
@@ -625,7 +631,7 @@ StepStats TrainImpl::DenseClipNorms(const Batch& batch, float* dxd, double* norm
     double wsum = 0;
     for (int t = 0; t < T; ++t) wsum += W(batch, b, t);
     const float inv = wsum > 0 ? float(1.0 / wsum) : 0.0f;
-    Sgemm(false, false, T, V, H, 1.0f, xd + size_t(b) * H, B * H, wd, V, 0.0f, x, V);
+    SgemmSerial(false, false, T, V, H, 1.0f, xd + size_t(b) * H, B * H, wd, V, 0.0f, x, V);
     StepStats st;
     for (int t = 0; t < T; ++t) {
       const float w = W(batch, b, t);
@@ -636,10 +642,10 @@ StepStats TrainImpl::DenseClipNorms(const Batch& batch, float* dxd, double* norm
       st.count += w;
     }
     per[b] = st;
-    Sgemm(false, true, T, H, V, 1.0f, x, V, wd, V, 0.0f, dxd + size_t(b) * H, B * H);
-    Sgemm(false, true, T, T, H, 1.0f, xd + size_t(b) * H, B * H, xd + size_t(b) * H, B * H, 0.0f,
-          ga, T);
-    Sgemm(false, true, T, T, V, 1.0f, x, V, x, V, 0.0f, gd, T);
+    SgemmSerial(false, true, T, H, V, 1.0f, x, V, wd, V, 0.0f, dxd + size_t(b) * H, B * H);
+    SgemmSerial(false, true, T, T, H, 1.0f, xd + size_t(b) * H, B * H, xd + size_t(b) * H, B * H,
+                0.0f, ga, T);
+    SgemmSerial(false, true, T, T, V, 1.0f, x, V, x, V, 0.0f, gd, T);
     double n2 = 0;
     for (size_t i = 0; i < size_t(T) * T; ++i) n2 += double(ga[i]) * gd[i];
     std::memset(colsum, 0, V * sizeof(float));
@@ -682,11 +688,11 @@ void TrainImpl::DenseClipGrads(const Batch& batch, const double* scale) {
     std::memset(db, 0, V * sizeof(float));
     std::memset(dw, 0, size_t(H) * V * sizeof(float));
     for (int b = b0; b < b1; ++b) {
-      Sgemm(false, false, T, V, H, 1.0f, xd + size_t(b) * H, B * H, wd, V, 0.0f, x, V);
+      SgemmSerial(false, false, T, V, H, 1.0f, xd + size_t(b) * H, B * H, wd, V, 0.0f, x, V);
       for (int t = 0; t < T; ++t)
         SoftmaxRow(x + size_t(t) * V, bd, V, batch.targets[size_t(b) * T + t],
                    float(W(batch, b, t) * scale[b]), true);
-      Sgemm(true, false, H, V, T, 1.0f, xd + size_t(b) * H, B * H, x, V, 1.0f, dw, V);
+      SgemmSerial(true, false, H, V, T, 1.0f, xd + size_t(b) * H, B * H, x, V, 1.0f, dw, V);
       for (int t = 0; t < T; ++t)
         for (int v = 0; v < V; ++v) db[v] += x[size_t(t) * V + v];
     }
@@ -721,13 +727,13 @@ void TrainImpl::ClipLayerNorms(int l, double* norm2) {
     float* gh = gx + size_t(T) * T;      // [T-1, T-1]
     float* gz = gh + size_t(T) * T;      // [T, T]
     float* colsum = gz + size_t(T) * T;  // [4H]
-    Sgemm(false, true, T, T, in, 1.0f, x + size_t(b) * in, B * in, x + size_t(b) * in, B * in, 0.0f,
-          gx, T);
-    Sgemm(false, true, T, T, H4, 1.0f, dz + size_t(b) * H4, B * H4, dz + size_t(b) * H4, B * H4,
-          0.0f, gz, T);
+    SgemmSerial(false, true, T, T, in, 1.0f, x + size_t(b) * in, B * in, x + size_t(b) * in, B * in,
+                0.0f, gx, T);
+    SgemmSerial(false, true, T, T, H4, 1.0f, dz + size_t(b) * H4, B * H4, dz + size_t(b) * H4,
+                B * H4, 0.0f, gz, T);
     if (T > 1)
-      Sgemm(false, true, T - 1, T - 1, H, 1.0f, h + size_t(b) * H, B * H, h + size_t(b) * H, B * H,
-            0.0f, gh, T - 1);
+      SgemmSerial(false, true, T - 1, T - 1, H, 1.0f, h + size_t(b) * H, B * H, h + size_t(b) * H,
+                  B * H, 0.0f, gh, T - 1);
     double n2 = 0;
     for (int t = 0; t < T; ++t)
       for (int s = 0; s < T; ++s) {
@@ -755,8 +761,8 @@ void TrainImpl::ClipEmbeddingNorms(const Batch& batch, const float* dx0, double*
     const int j = omp_get_thread_num();
     gram_[j].Reserve(size_t(T) * T);
     float* g = gram_[j].data();  // [T, T]
-    Sgemm(false, true, T, T, E, 1.0f, dx0 + size_t(b) * E, B * E, dx0 + size_t(b) * E, B * E, 0.0f,
-          g, T);
+    SgemmSerial(false, true, T, T, E, 1.0f, dx0 + size_t(b) * E, B * E, dx0 + size_t(b) * E, B * E,
+                0.0f, g, T);
     const int32_t* tok = batch.inputs.data() + size_t(b) * T;
     double n2 = 0;
     for (int t = 0; t < T; ++t)

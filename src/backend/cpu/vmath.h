@@ -4,23 +4,26 @@
 // branch-free polynomial forms that GCC vectorizes (AVX-512 with -march=native)
 // inside `#pragma omp simd` loops:
 //
-//   exp(x)     = 2^n * P(r),  n = round(x / ln 2), r = x - n ln 2 (Cody-Waite split),
+//   exp(x)     = 2^n * P(r),  n = rint(x / ln 2), r = x - n ln 2 (Cody-Waite split),
 //                P = Cephes expf minimax polynomial (|rel err| < 2e-7), x clamped
 //                to [-87.3, 88.3] so 2^n stays a normal float;
 //   sigmoid(x) = 1 / (1 + exp(-x));
 //   tanh(x)    = 2 / (1 + exp(-2x)) - 1   (absolute error ~1e-7 near 0).
 #pragma once
 
-#include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 namespace ds::cpu {
 
-#pragma omp declare simd notinbranch
 inline float FastExp(float x) {
-  x = std::fmin(std::fmax(x, -87.3f), 88.3f);
-  float n = std::floor(x * 1.44269504088896341f + 0.5f);
+  // Ternaries, not std::fmin/fmax: those are libm calls unless -ffinite-math-only.
+  x = x < -87.3f ? -87.3f : x;
+  x = x > 88.3f ? 88.3f : x;
+  // Round to nearest by the 1.5 * 2^23 trick (std::floor does not vectorize
+  // under the default -ftrapping-math).
+  float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   float r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
@@ -31,13 +34,13 @@ inline float FastExp(float x) {
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
   int32_t e = (int32_t(n) + 127) << 23;
-  return p * std::bit_cast<float>(e);
+  float scale;
+  std::memcpy(&scale, &e, sizeof scale);
+  return p * scale;
 }
 
-#pragma omp declare simd notinbranch
 inline float FastSigmoid(float x) { return 1.0f / (1.0f + FastExp(-x)); }
 
-#pragma omp declare simd notinbranch
 inline float FastTanh(float x) { return 2.0f / (1.0f + FastExp(-2.0f * x)) - 1.0f; }
 
 }  // namespace ds::cpu
