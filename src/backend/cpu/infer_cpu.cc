@@ -1,0 +1,156 @@
+// CPU inference backend: see CpuInferBackend in cpu_backend.h.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "backend/cpu/buffer.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/vmath.h"
+#include "util/status.h"
+
+namespace ds {
+namespace cpu {
+namespace {
+
+class InferImpl final : public CpuInferBackend {
+ public:
+  InferImpl(const NetworkSpec& spec, const float* params, int slots, int threads)
+      : spec_(spec),
+        layout_(ParamLayout::For(spec)),
+        params_(params),
+        slots_(slots),
+        threads_(threads) {
+    const int H = spec.rnn_units, L = spec.num_layers;
+    for (int l = 0; l < L; ++l) {
+      const auto& Ly = layout_.layers[l];
+      h_.emplace_back(size_t(slots) * H);
+      c_.emplace_back(size_t(slots) * H);
+      h_.back().Zero();
+      c_.back().Zero();
+      xh_.emplace_back(size_t(slots) * (Ly.in + H));
+      fused_.push_back(Ly.wx + size_t(Ly.in) * 4 * H == Ly.wh);
+    }
+    z_.Resize(size_t(slots) * 4 * H);
+    xlast_.Resize(size_t(slots) * H);
+  }
+
+  const NetworkSpec& spec() const override { return spec_; }
+  int slots() const override { return slots_; }
+  void SetThreads(int threads) override { threads_ = std::max(0, threads); }
+
+  void ResetSlot(int slot) override {
+    if (slot < 0 || slot >= slots_)
+      DS_THROW(kInvalidArgument, "slot {} outside 0..{}", slot, slots_ - 1);
+    const int H = spec_.rnn_units;
+    for (size_t l = 0; l < h_.size(); ++l) {
+      std::memset(h_[l].data() + size_t(slot) * H, 0, H * sizeof(float));
+      std::memset(c_[l].data() + size_t(slot) * H, 0, H * sizeof(float));
+    }
+  }
+
+  void Step(const int* slot_ids, const int32_t* tokens, int n, float* logits) override;
+
+ private:
+  NetworkSpec spec_;
+  ParamLayout layout_;
+  const float* params_;
+  int slots_;
+  int threads_;
+  std::vector<Buffer<float>> h_;   // per layer [slots, H] state h
+  std::vector<Buffer<float>> c_;   // per layer [slots, H] state c
+  std::vector<Buffer<float>> xh_;  // per layer [slots, In + H] gathered [x, h_prev] rows
+  std::vector<bool> fused_;        // Wh follows Wx contiguously: one GEMM with K = In + H
+  Buffer<float> z_;                // [slots, 4H] gate pre-activations
+  Buffer<float> xlast_;            // [slots, H] top layer output, dense input
+};
+
+void InferImpl::Step(const int* slot_ids, const int32_t* tokens, int n, float* logits) {
+  if (n <= 0) return;
+  if (n > slots_) DS_THROW(kInvalidArgument, "Step: n = {} exceeds {} slots", n, slots_);
+  const int V = spec_.vocab_size, E = spec_.embedding_dim, H = spec_.rnn_units, H4 = 4 * H;
+  const int L = spec_.num_layers;
+  for (int i = 0; i < n; ++i) {
+    if (slot_ids[i] < 0 || slot_ids[i] >= slots_)
+      DS_THROW(kInvalidArgument, "Step: slot {} outside 0..{}", slot_ids[i], slots_ - 1);
+    if (uint32_t(tokens[i]) >= uint32_t(V))
+      DS_THROW(kInvalidArgument, "Step: token {} outside [0, {})", tokens[i], V);
+  }
+  const int nt = threads_ > 0 ? threads_ : std::max(1, omp_get_max_threads());
+  // Elementwise loops are worth a parallel region only for enough rows.
+  const bool par = nt > 1 && n >= 16;
+  const float* emb = params_ + layout_.embedding;
+  for (int l = 0; l < L; ++l) {
+    const auto& Ly = layout_.layers[l];
+    const int in = Ly.in, K = in + H;
+    float* xh = xh_[l].data();  // [n, in + H]
+    float* hs = h_[l].data();
+    float* cs = c_[l].data();
+    for (int i = 0; i < n; ++i) {
+      float* row = xh + size_t(i) * K;
+      if (l == 0) std::memcpy(row, emb + size_t(tokens[i]) * E, E * sizeof(float));
+      std::memcpy(row + in, hs + size_t(slot_ids[i]) * H, H * sizeof(float));
+    }
+    float* z = z_.data();  // [n, 4H]
+    if (fused_[l]) {
+      SgemmThreads(nt, false, false, n, H4, K, 1.0f, xh, K, params_ + Ly.wx, H4, 0.0f, z, H4);
+    } else {
+      SgemmThreads(nt, false, false, n, H4, in, 1.0f, xh, K, params_ + Ly.wx, H4, 0.0f, z, H4);
+      SgemmThreads(nt, false, false, n, H4, H, 1.0f, xh + in, K, params_ + Ly.wh, H4, 1.0f, z, H4);
+    }
+    const float* bias = params_ + Ly.b;
+    float* next = l + 1 < L ? xh_[l + 1].data() : xlast_.data();
+    const int next_ld = l + 1 < L ? layout_.layers[l + 1].in + H : H;
+#pragma omp parallel for num_threads(nt) if (par) schedule(static)
+    for (int i = 0; i < n; ++i) {
+      const float* zr = z + size_t(i) * H4;
+      float* c = cs + size_t(slot_ids[i]) * H;
+      float* h = hs + size_t(slot_ids[i]) * H;
+      float* x = next + size_t(i) * next_ld;
+#pragma omp simd
+      for (int u = 0; u < H; ++u) {
+        float ig = FastSigmoid(zr[u] + bias[u]);
+        float fg = FastSigmoid(zr[H + u] + bias[H + u]);
+        float gg = FastTanh(zr[2 * H + u] + bias[2 * H + u]);
+        float og = FastSigmoid(zr[3 * H + u] + bias[3 * H + u]);
+        float cn = fg * c[u] + ig * gg;
+        float hn = og * FastTanh(cn);
+        c[u] = cn;
+        h[u] = hn;
+        x[u] = hn;
+      }
+    }
+  }
+  const float* bd = params_ + layout_.dense_b;
+  for (int i = 0; i < n; ++i) std::memcpy(logits + size_t(i) * V, bd, V * sizeof(float));
+  SgemmThreads(nt, false, false, n, V, H, 1.0f, xlast_.data(), H, params_ + layout_.dense_w, V,
+               1.0f, logits, V);
+}
+
+}  // namespace
+
+std::unique_ptr<CpuInferBackend> NewCpuInferBackend(const NetworkSpec& spec, const float* params,
+                                                    int slots, int threads) {
+  if (spec.vocab_size <= 0 || spec.embedding_dim <= 0 || spec.rnn_units <= 0 ||
+      spec.num_layers <= 0) {
+    DS_THROW(kInvalidArgument, "network: sizes must be positive");
+  }
+  if (slots <= 0) DS_THROW(kInvalidArgument, "slots must be positive, got {}", slots);
+  if (!params) DS_THROW(kInvalidArgument, "params is null");
+  return std::make_unique<InferImpl>(spec, params, slots, threads);
+}
+
+}  // namespace cpu
+
+Result<std::unique_ptr<InferBackend>> MakeCpuInferBackend(const NetworkSpec& spec,
+                                                          const float* params, int slots) {
+  std::unique_ptr<InferBackend> out;
+  Status st = Capture([&] { out = cpu::NewCpuInferBackend(spec, params, slots); });
+  if (!st.ok()) return st;
+  return out;
+}
+
+}  // namespace ds
