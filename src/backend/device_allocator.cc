@@ -335,18 +335,22 @@ void CachingAllocator::RecordStream(void* ptr, StreamId stream) {
   if (it->second->stream != stream) it->second->recorded = true;
 }
 
-void CachingAllocator::SynchronizeLocked() {
-  heap_->Synchronize();
-  held_.clear();
+void CachingAllocator::Retag(bool all, StreamId stream) {
+  if (all) held_.clear();
   small_pool_.clear();
   large_pool_.clear();
+  auto is_free = [&](const Block* b) { return !b->allocated && (all || !b->recorded); };
   for (auto& seg : segments_) {
     for (Block* b = seg->head; b != nullptr; b = b->next) {
-      if (b->allocated) continue;
+      if (!is_free(b)) continue;
       b->recorded = false;
-      b->stream = kAnyStream;
-      while (b->next != nullptr && !b->next->allocated) {  // coalesce the run
+      if (all || b->stream == stream) b->stream = kAnyStream;
+      // Coalesce the run of free blocks that follows, as far as the tags allow.
+      while (b->next != nullptr && is_free(b->next)) {
         Block* n = b->next;
+        StreamId nt = (all || n->stream == stream) ? kAnyStream : n->stream;
+        if (!Compatible(b->stream, nt, kAnyStream)) break;
+        if (b->stream == kAnyStream) b->stream = nt;
         b->size += n->size;
         b->next = n->next;
         if (n->next) n->next->prev = b;
@@ -355,6 +359,16 @@ void CachingAllocator::SynchronizeLocked() {
       PoolFor(b->small).insert(b);
     }
   }
+}
+
+void CachingAllocator::SynchronizeLocked() {
+  heap_->Synchronize();
+  Retag(true, 0);
+}
+
+void CachingAllocator::MarkStreamIdle(StreamId stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Retag(false, stream);
 }
 
 void CachingAllocator::Synchronize() {

@@ -136,6 +136,9 @@ class CachingAllocator {
   void RecordStream(void* ptr, StreamId stream);
   // Synchronises the heap; then every cached block may serve any stream.
   void Synchronize();
+  // The caller has waited for `stream` (cudaStreamSynchronize): blocks freed on
+  // it may now serve any stream. Cheaper than Synchronize() (no device sync).
+  void MarkStreamIdle(StreamId stream);
   // Synchronize() and return fully free segments to the heap; returns bytes
   // released. The preallocated segment is kept.
   size_t EmptyCache();
@@ -181,6 +184,9 @@ class CachingAllocator {
   void InsertFree(Block* b);  // coalesces, then pools
   size_t ReleaseFreeSegments();
   void SynchronizeLocked();
+  // Retags free blocks of `stream` (or every free block, held ones included,
+  // when `all`) as usable by any stream, coalesces, and rebuilds the pools.
+  void Retag(bool all, StreamId stream);
   Status OomError(size_t requested, size_t rounded, bool limit_hit) const;
 
   DeviceHeap* heap_;
