@@ -106,6 +106,8 @@ class CudaTrainBackend final : public TrainBackend {
     const size_t NB = size_t(max_steps + 1) * max_batch;  // rows incl. the initial state
     params_ = ctx_.Buffer(layout_.total * 4);
     grads_ = ctx_.Buffer(layout_.total * 4);
+    state_ = ctx_.Buffer(2 * layout_.total * 4);
+    DS_CUDA_CHECK(cudaMemsetAsync(state_.as(), 0, 2 * layout_.total * 4, ctx_.stream()));
     DS_CUDA_CHECK(cudaMemsetAsync(params_.as(), 0, layout_.total * 4, ctx_.stream()));
     DS_CUDA_CHECK(cudaMemsetAsync(grads_.as(), 0, layout_.total * 4, ctx_.stream()));
     ints_ = ctx_.Buffer((5 * N + 2) * 4);
@@ -148,32 +150,32 @@ class CudaTrainBackend final : public TrainBackend {
                  const PerExampleClip* clip) override;
   void ApplyOptimizer(const OptimizerConfig& opt, int64_t step) override;
 
+  // State layout shared with the CPU backend (checkpoints move between them):
+  // [m (total), v (total)]; Adam uses both, RMSprop keeps its ms in v.
   std::vector<float> GetOptimizerState() const override {
-    std::vector<float> out(state_floats_);
-    if (state_floats_ > 0) {
-      ctx_.Activate();
-      DS_CUDA_CHECK(cudaMemcpyAsync(out.data(), state_.as(), state_floats_ * 4,
-                                    cudaMemcpyDeviceToHost, ctx_.stream()));
-      ctx_.Sync();
-    }
+    std::vector<float> out(2 * layout_.total);
+    ctx_.Activate();
+    DS_CUDA_CHECK(cudaMemcpyAsync(out.data(), state_.as(), out.size() * 4, cudaMemcpyDeviceToHost,
+                                  ctx_.stream()));
+    ctx_.Sync();
     return out;
   }
 
   Status SetOptimizerState(const std::vector<float>& state) override {
     return Capture([&]() -> Status {
       const size_t n = state.size(), T = layout_.total;
-      if (n != 0 && n != T && n != 2 * T) {
-        return DS_ERR(kInvalidArgument,
-                      "optimizer state has {} floats; expected 0, {} (rmsprop) or {} (adam)", n, T,
-                      2 * T);
+      if (n != 0 && n != 2 * T) {
+        return DS_ERR(kCorrupt, "optimizer state has {} floats, expected {} (2 x {} parameters)", n,
+                      2 * T, T);
       }
       ctx_.Activate();
-      ResizeState(n);
-      if (n > 0) {
+      if (n == 0) {
+        DS_CUDA_CHECK(cudaMemsetAsync(state_.as(), 0, 2 * T * 4, ctx_.stream()));
+      } else {
         DS_CUDA_CHECK(cudaMemcpyAsync(state_.as(), state.data(), n * 4, cudaMemcpyHostToDevice,
                                       ctx_.stream()));
-        ctx_.Sync();
       }
+      ctx_.Sync();
       return Status::Ok();
     });
   }
@@ -191,16 +193,6 @@ class CudaTrainBackend final : public TrainBackend {
         cudaMemcpyAsync(host, src.as(), layout_.total * 4, cudaMemcpyDeviceToHost, ctx_.stream()));
     ctx_.Sync();
   }
-  // Zero-filled optimizer state of `n` floats (kept when the size matches).
-  void ResizeState(size_t n) {
-    if (n == state_floats_) return;
-    state_.Reset();
-    state_floats_ = 0;
-    if (n == 0) return;
-    state_ = ctx_.Buffer(n * 4);
-    DS_CUDA_CHECK(cudaMemsetAsync(state_.as(), 0, n * 4, ctx_.stream()));
-    state_floats_ = n;
-  }
   const float* P(size_t off) const { return params_.as() + off; }
   float* G(size_t off) const { return grads_.as() + off; }
 
@@ -209,11 +201,10 @@ class CudaTrainBackend final : public TrainBackend {
   ParamLayout layout_;
   int max_b_, max_t_;
   DeviceBuffer params_, grads_;  // [total] each
-  DeviceBuffer state_;           // [total] (rmsprop: ms) or [2 * total] (adam: m, v)
-  size_t state_floats_ = 0;
-  DeviceBuffer ints_;     // tokens [N], targets [N], uniq [U], offsets [U+1], positions [N]
-  DeviceBuffer weights_;  // [N]
-  DeviceBuffer x0_;       // [N, E]   dropped embedding output
+  DeviceBuffer state_;           // [2, total]: m, v (RMSprop: ms in v)
+  DeviceBuffer ints_;            // tokens [N], targets [N], uniq [U], offsets [U+1], positions [N]
+  DeviceBuffer weights_;         // [N]
+  DeviceBuffer x0_;              // [N, E]   dropped embedding output
   std::vector<DeviceBuffer> gates_;  // per layer [N, 4H]   pre-activations -> gates
   std::vector<DeviceBuffer> hs_;     // per layer [(T+1) * B, H]  h_{-1} = 0, h_0 .. h_{T-1}
   std::vector<DeviceBuffer> cs_;     // per layer [(T+1) * B, H]  c_{-1} = 0, c_0 .. c_{T-1}
@@ -400,12 +391,10 @@ void CudaTrainBackend::ApplyOptimizer(const OptimizerConfig& opt, int64_t step) 
   ctx_.Activate();
   const size_t T = layout_.total;
   if (opt.name == "rmsprop") {
-    ResizeState(T);
-    cuda::RmspropUpdate(params_.as(), grads_.as(), state_.as(), T, opt.learning_rate, opt.rho,
+    cuda::RmspropUpdate(params_.as(), grads_.as(), state_.as() + T, T, opt.learning_rate, opt.rho,
                         opt.epsilon, ctx_.stream());
   } else if (opt.name == "adam") {
     if (step < 1) DS_THROW(kInvalidArgument, "adam: step counts from 1, got {}", step);
-    ResizeState(2 * T);
     double c1 = 1.0 - std::pow(double(opt.beta1), double(step));
     double c2 = 1.0 - std::pow(double(opt.beta2), double(step));
     float lr_t = float(opt.learning_rate * std::sqrt(c2) / c1);

@@ -2,6 +2,7 @@
 
 #include <cfloat>
 #include <climits>
+#include <cmath>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels.h"
@@ -48,38 +49,40 @@ __device__ __forceinline__ uint32_t PhiloxDraw(uint64_t seed, uint64_t stream, u
   }
 }
 
-// Mask factor of element (row r = t * B + b, column j) of a [T*B, W] site.
-__device__ __forceinline__ float DropFactor(uint64_t seed, uint64_t site, int r, int j, int T,
-                                            int B, int W, float rate, float scale) {
+// Mask factor of element (row r = t * B + b, column j) of a [T*B, W] site;
+// `thr` = lround(rate * 65536), see kernels.h.
+__device__ __forceinline__ float DropFactor(uint64_t seed, uint64_t site, int r, int j, int B,
+                                            int W, uint32_t thr, float scale) {
   int t = r / B, b = r - t * B;
-  uint64_t n = (uint64_t(b) * T + t) * W + j;
-  float u = float(PhiloxDraw(seed, site, n) >> 8) * (1.0f / 16777216.0f);
-  return u >= rate ? scale : 0.0f;
+  uint64_t i = uint64_t(b) * W + j;
+  uint32_t word = PhiloxDraw(seed, (site << 32) | uint32_t(t), i >> 1);
+  uint32_t bits = (i & 1) ? (word >> 16) : (word & 0xFFFFu);
+  return bits >= thr ? scale : 0.0f;
 }
 
 __device__ __forceinline__ float Sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 __global__ void EmbeddingDropoutKernel(const float* __restrict__ table,
                                        const int32_t* __restrict__ tokens, int T, int B, int E,
-                                       float rate, float scale, uint64_t seed, bool drop,
+                                       uint32_t thr, float scale, uint64_t seed, bool drop,
                                        float* __restrict__ out) {
   size_t total = size_t(T) * B * E;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
        i += size_t(gridDim.x) * blockDim.x) {
     int r = int(i / E), j = int(i - size_t(r) * E);
     float v = table[size_t(tokens[r]) * E + j];
-    if (drop) v *= DropFactor(seed, 0, r, j, T, B, E, rate, scale);
+    if (drop) v *= DropFactor(seed, 0, r, j, B, E, thr, scale);
     out[i] = v;
   }
 }
 
-__global__ void DropoutKernel(const float* in, float* out, int T, int B, int W, float rate,
+__global__ void DropoutKernel(const float* in, float* out, int T, int B, int W, uint32_t thr,
                               float scale, uint64_t seed, uint64_t site) {
   size_t total = size_t(T) * B * W;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
        i += size_t(gridDim.x) * blockDim.x) {
     int r = int(i / W), j = int(i - size_t(r) * W);
-    out[i] = in[i] * DropFactor(seed, site, r, j, T, B, W, rate, scale);
+    out[i] = in[i] * DropFactor(seed, site, r, j, B, W, thr, scale);
   }
 }
 
@@ -216,7 +219,7 @@ __global__ void EmbeddingBackwardKernel(const float* __restrict__ dx,
                                         const int32_t* __restrict__ uniq,
                                         const int32_t* __restrict__ offsets,
                                         const int32_t* __restrict__ positions, int T, int B, int E,
-                                        float rate, float scale, uint64_t seed, bool drop,
+                                        uint32_t thr, float scale, uint64_t seed, bool drop,
                                         float* __restrict__ dtable) {
   int u = blockIdx.x;
   int j = blockIdx.y * blockDim.x + threadIdx.x;
@@ -225,7 +228,7 @@ __global__ void EmbeddingBackwardKernel(const float* __restrict__ dx,
   for (int p = offsets[u]; p < offsets[u + 1]; ++p) {
     int r = positions[p];
     float v = dx[size_t(r) * E + j];
-    if (drop) v *= DropFactor(seed, 0, r, j, T, B, E, rate, scale);
+    if (drop) v *= DropFactor(seed, 0, r, j, B, E, thr, scale);
     s += v;
   }
   dtable[size_t(uniq[u]) * E + j] = s;
@@ -297,6 +300,7 @@ __global__ void BroadcastRowKernel(const float* __restrict__ row, int n, int W,
 }
 
 float Scale(float rate) { return rate > 0 ? 1.0f / (1.0f - rate) : 1.0f; }
+uint32_t Threshold(float rate) { return uint32_t(std::lround(double(rate) * 65536.0)); }
 
 }  // namespace
 
@@ -305,7 +309,7 @@ void EmbeddingDropoutForward(const float* table, const int32_t* tokens, int T, i
   size_t n = size_t(T) * B * E;
   if (n == 0) return;
   EmbeddingDropoutKernel<<<Blocks(n), kThreads, 0, stream>>>(
-      table, tokens, T, B, E, rate, Scale(rate), seed, train && rate > 0, out);
+      table, tokens, T, B, E, Threshold(rate), Scale(rate), seed, train && rate > 0, out);
   DS_CUDA_CHECK_LAUNCH();
 }
 
@@ -319,8 +323,8 @@ void Dropout(const float* in, float* out, int T, int B, int W, float rate, uint6
     }
     return;
   }
-  DropoutKernel<<<Blocks(n), kThreads, 0, stream>>>(in, out, T, B, W, rate, Scale(rate), seed,
-                                                    site);
+  DropoutKernel<<<Blocks(n), kThreads, 0, stream>>>(in, out, T, B, W, Threshold(rate), Scale(rate),
+                                                    seed, site);
   DS_CUDA_CHECK_LAUNCH();
 }
 
@@ -354,8 +358,9 @@ void EmbeddingBackward(const float* dx, const int32_t* uniq, const int32_t* offs
   if (U == 0 || E == 0) return;
   constexpr int kCols = 128;
   dim3 grid(U, (E + kCols - 1) / kCols);
-  EmbeddingBackwardKernel<<<grid, kCols, 0, stream>>>(dx, uniq, offsets, positions, T, B, E, rate,
-                                                      Scale(rate), seed, train && rate > 0, dtable);
+  EmbeddingBackwardKernel<<<grid, kCols, 0, stream>>>(dx, uniq, offsets, positions, T, B, E,
+                                                      Threshold(rate), Scale(rate), seed,
+                                                      train && rate > 0, dtable);
   DS_CUDA_CHECK_LAUNCH();
 }
 

@@ -6,16 +6,17 @@
 // Activations of a [B, T] batch are stored TIME-MAJOR, row r = t * B + b, so
 // that the rows of one time step are contiguous for the recurrent GEMM.
 //
-// Dropout masks (the scheme shared with the CPU backend): dropout site s (0 =
-// the embedding output, l + 1 = the output of LSTM layer l) of a step with seed
-// S uses the counter-based stream ds::Philox(S, s). Element (b, t, j) of the
-// site's activation, seen as [B, T, W] (batch-major, the layout of Batch), takes
-// the n-th 32-bit draw of that stream, n = (b * T + t) * W + j, i.e. word n % 4
-// of the Philox block with counter n / 4. It is kept iff
-// float(draw >> 8) * 2^-24 >= rate, and kept values are scaled by 1/(1 - rate).
-// Each element's draw is computed independently, so the masks do not depend on
-// the launch configuration, and the backward pass recomputes them instead of
-// storing them.
+// Dropout masks (the CPU backend's scheme, so both backends drop the same
+// units): dropout site s (0 = the embedding output, l + 1 = the output of LSTM
+// layer l) at time step t of a step with seed S uses the counter-based stream
+// ds::Philox(S, (s << 32) | t). Within that step the [B, W] activations are
+// numbered i = b * W + j; element i uses the (i / 2)-th 32-bit draw of the
+// stream, its low 16 bits for even i and its high 16 bits for odd i, and is
+// kept iff those 16 bits >= lround(rate * 65536). Kept values are scaled by
+// 1 / (1 - rate). Each element's draw is computed independently (draw k is
+// word k % 4 of the Philox block with counter k / 4), so the masks do not
+// depend on the launch configuration, and the backward pass recomputes them
+// instead of storing them.
 #pragma once
 
 #include <cstddef>
