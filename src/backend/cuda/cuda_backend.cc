@@ -41,25 +41,22 @@ Status ValidateSpec(const NetworkSpec& spec) {
 class CudaContext {
  public:
   explicit CudaContext(const CudaOptions& opt) : device_(opt.device) {
-    DS_CUDA_CHECK(cudaSetDevice(device_));
-    alloc_ = cuda::ProcessAllocator(device_, opt.memory).ValueOrThrow();
-    DS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    DS_CUBLAS_CHECK(cublasCreate(&blas_));
-    DS_CUBLAS_CHECK(cublasSetStream(blas_, stream_));
-    DS_CUBLAS_CHECK(cublasSetMathMode(
-        blas_, opt.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-    workspace_ = Buffer(kCublasWorkspace);
-    DS_CUBLAS_CHECK(cublasSetWorkspace(blas_, workspace_.as<void>(), kCublasWorkspace));
-  }
-  ~CudaContext() {
-    if (stream_ != nullptr) cudaStreamSynchronize(stream_);
-    if (blas_ != nullptr) cublasDestroy(blas_);
-    workspace_.Reset();
-    if (stream_ != nullptr) {
-      alloc_->MarkStreamIdle(reinterpret_cast<StreamId>(stream_));
-      cudaStreamDestroy(stream_);
+    try {
+      DS_CUDA_CHECK(cudaSetDevice(device_));
+      alloc_ = cuda::ProcessAllocator(device_, opt.memory).ValueOrThrow();
+      DS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      DS_CUBLAS_CHECK(cublasCreate(&blas_));
+      DS_CUBLAS_CHECK(cublasSetStream(blas_, stream_));
+      DS_CUBLAS_CHECK(cublasSetMathMode(
+          blas_, opt.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+      workspace_ = Buffer(kCublasWorkspace);
+      DS_CUBLAS_CHECK(cublasSetWorkspace(blas_, workspace_.as<void>(), kCublasWorkspace));
+    } catch (...) {
+      Release();
+      throw;
     }
   }
+  ~CudaContext() { Release(); }
   CudaContext(const CudaContext&) = delete;
   CudaContext& operator=(const CudaContext&) = delete;
 
@@ -84,6 +81,18 @@ class CudaContext {
   }
 
  private:
+  void Release() {
+    if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+    if (blas_ != nullptr) cublasDestroy(blas_);
+    blas_ = nullptr;
+    workspace_.Reset();
+    if (stream_ != nullptr) {
+      if (alloc_ != nullptr) alloc_->MarkStreamIdle(reinterpret_cast<StreamId>(stream_));
+      cudaStreamDestroy(stream_);
+    }
+    stream_ = nullptr;
+  }
+
   int device_;
   CachingAllocator* alloc_ = nullptr;
   cudaStream_t stream_ = nullptr;
