@@ -286,12 +286,12 @@ TEST(AllocatorTest, MarkStreamIdleReleasesOneStream) {
   char* p1 = Alloc(*a, 4 * KiB, 1);
   char* p2 = Alloc(*a, 4 * KiB, 2);  // same segment, right after p1 (the tail was any-stream)
   EXPECT_EQ(p2, p1 + 4 * KiB);
-  a->Free(p1);                       // tagged stream 1
-  a->MarkStreamIdle(3);              // another stream: changes nothing
+  a->Free(p1);           // tagged stream 1
+  a->MarkStreamIdle(3);  // another stream: changes nothing
   EXPECT_NE(Alloc(*a, 4 * KiB, 3), p1);
   a->MarkStreamIdle(1);
   EXPECT_EQ(Alloc(*a, 4 * KiB, 3), p1);
-  EXPECT_EQ(heap.sync_calls, 0);     // no device-wide synchronisation
+  EXPECT_EQ(heap.sync_calls, 0);  // no device-wide synchronisation
   EXPECT_EQ(a->stats().allocated_bytes, 3 * 4 * KiB);
   // Leak check in ~SimulatedHeap: the allocator frees its segments itself.
 }
