@@ -42,9 +42,10 @@ ds::Table Load(const std::string& name) {
 
 void PrintRow(const char* label, const ds::EvalReport& r) {
   auto s = [](const ds::SectionScore& x) { return x.available ? x.score : -1.0; };
-  std::printf("  %-26s overall %5.1f  distribution %5.1f  correlation %5.1f  deep %5.1f  (%.2f s)\n",
-              label, r.quality.overall, s(r.quality.distribution), s(r.quality.correlation),
-              s(r.quality.deep_structure), r.seconds);
+  std::printf(
+      "  %-26s overall %5.1f  distribution %5.1f  correlation %5.1f  deep %5.1f  (%.2f s)\n", label,
+      r.quality.overall, s(r.quality.distribution), s(r.quality.correlation),
+      s(r.quality.deep_structure), r.seconds);
 }
 
 void Ceiling() {
@@ -58,8 +59,8 @@ void Ceiling() {
     opt.privacy = false;
     auto held = ds::Evaluate(train, test, nullptr, opt);
     auto shuffled = ds::Evaluate(train, ds::ShuffleColumns(test, 7), nullptr, opt);
-    auto uniform = ds::Evaluate(train, ds::UniformRandomColumns(train, test.num_rows(), 7), nullptr,
-                                opt);
+    auto uniform =
+        ds::Evaluate(train, ds::UniformRandomColumns(train, test.num_rows(), 7), nullptr, opt);
     if (!held.ok() || !shuffled.ok() || !uniform.ok()) {
       std::fprintf(stderr, "evaluation failed\n");
       std::exit(1);
@@ -94,10 +95,11 @@ void Speed() {
   double render_s = std::chrono::duration<double>(Clock::now() - t1).count();
   std::printf("Speed: diamonds.csv %zu rows vs %zu synthetic rows, %d threads\n", real.num_rows(),
               synth.num_rows(), opt.threads);
-  std::printf("  read CSV %.2f s, evaluate %.2f s (privacy: %zu synthetic rows vs all %zu), "
-              "HTML %.0f KiB + JSON in %.3f s\n",
-              read_s, r->seconds, r->privacy.dcr_sample_synthetic, real.num_rows(),
-              html.size() / 1024.0, render_s);
+  std::printf(
+      "  read CSV %.2f s, evaluate %.2f s (privacy: %zu synthetic rows vs all %zu), "
+      "HTML %.0f KiB + JSON in %.3f s\n",
+      read_s, r->seconds, r->privacy.dcr_sample_synthetic, real.num_rows(), html.size() / 1024.0,
+      render_s);
   ds::Table train, hold;
   ds::SplitTable(real, 0.8, 42, &train, &hold);
   auto rh = ds::Evaluate(train, synth, &hold, opt);
@@ -105,10 +107,10 @@ void Speed() {
     std::fprintf(stderr, "%s\n", rh.status().ToString().c_str());
     std::exit(1);
   }
-  std::printf("  with holdout: train %zu, holdout %zu, synthetic %zu: evaluate %.2f s "
-              "(DCR + membership inference on %zu-row samples)\n",
-              train.num_rows(), hold.num_rows(), synth.num_rows(), rh->seconds,
-              rh->privacy.mia_members);
+  std::printf(
+      "  with holdout: train %zu, holdout %zu, synthetic %zu: evaluate %.2f s "
+      "(DCR + membership inference on %zu-row samples)\n",
+      train.num_rows(), hold.num_rows(), synth.num_rows(), rh->seconds, rh->privacy.mia_members);
 }
 
 }  // namespace
@@ -125,13 +127,20 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--ceiling") ceiling = true;
-    else if (a == "--speed") speed = true;
-    else if (a == "--real") args.real_path = next();
-    else if (a == "--synthetic") args.synthetic_path = next();
-    else if (a == "--holdout") args.holdout_path = next();
-    else if (a == "--report") args.report_path = next();
-    else if (a == "--json") args.json_path = next();
+    if (a == "--ceiling")
+      ceiling = true;
+    else if (a == "--speed")
+      speed = true;
+    else if (a == "--real")
+      args.real_path = next();
+    else if (a == "--synthetic")
+      args.synthetic_path = next();
+    else if (a == "--holdout")
+      args.holdout_path = next();
+    else if (a == "--report")
+      args.report_path = next();
+    else if (a == "--json")
+      args.json_path = next();
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;

@@ -43,7 +43,7 @@ struct ColumnModel {
   std::string name;
   ColumnType type = ColumnType::kCategorical;
   // Numeric values (numeric columns) or character lengths (text columns):
-  std::vector<double> edges;           // [bins - 1] inner bin edges, ascending
+  std::vector<double> edges;            // [bins - 1] inner bin edges, ascending
   std::vector<std::string> bin_labels;  // [bins]
   double mean = 0, sd = 1, min = 0, range = 1;
   // Value dictionary (categorical and text columns): real values first, by
@@ -111,8 +111,8 @@ void MakeBins(const std::vector<double>& sorted, int bins, ColumnModel* m) {
   }
   m->bin_labels.push_back("< " + FormatNumber(m->edges.front()));
   for (size_t i = 0; i + 1 < m->edges.size(); ++i)
-    m->bin_labels.push_back("[" + FormatNumber(m->edges[i]) + ", " +
-                            FormatNumber(m->edges[i + 1]) + ")");
+    m->bin_labels.push_back("[" + FormatNumber(m->edges[i]) + ", " + FormatNumber(m->edges[i + 1]) +
+                            ")");
   m->bin_labels.push_back(">= " + FormatNumber(m->edges.back()));
 }
 
@@ -165,7 +165,8 @@ ColumnModel BuildModel(const Column& col, const EvalOptions& opt) {
 }
 
 // Encodes table columns `cols` ([evaluated columns] -> column index in t).
-EncodedTable Encode(const Table& t, const std::vector<int>& cols, std::vector<ColumnModel>* models) {
+EncodedTable Encode(const Table& t, const std::vector<int>& cols,
+                    std::vector<ColumnModel>* models) {
   EncodedTable e;
   e.rows = t.num_rows();
   const size_t k = cols.size();
@@ -242,9 +243,9 @@ std::vector<int32_t> CappedCodes(const std::vector<int32_t>& codes, int32_t cap)
 }
 
 struct MatrixInput {
-  std::vector<size_t> cols;                   // [k] evaluated column index
-  std::vector<bool> numeric;                  // [k]
-  std::vector<int32_t> ncodes;                // [k] code count (categorical)
+  std::vector<size_t> cols;     // [k] evaluated column index
+  std::vector<bool> numeric;    // [k]
+  std::vector<int32_t> ncodes;  // [k] code count (categorical)
 };
 
 // The mixed association matrix [k, k] of one encoded table.
@@ -426,15 +427,14 @@ class Evaluator {
         for (size_t j = 0; j < k; ++j)
           if (i != j) diff += std::fabs(corr_real_[i * k + j] - co[i * k + j]);
       diff /= double(k * (k - 1));
-      q.summary.correlation = {true, diff,
-                               100 * std::max(0.0, 1 - diff / opt_.corr_full_scale)};
+      q.summary.correlation = {true, diff, 100 * std::max(0.0, 1 - diff / opt_.corr_full_scale)};
       if (details) {
         for (size_t i = 0; i < k; ++i)
           for (size_t j = i + 1; j < k; ++j) {
             PairScore p;
             p.a = models_[matrix_.cols[i]].name;
             p.b = models_[matrix_.cols[j]].name;
-            p.kind = matrix_.numeric[i] && matrix_.numeric[j]    ? "pearson"
+            p.kind = matrix_.numeric[i] && matrix_.numeric[j]     ? "pearson"
                      : !matrix_.numeric[i] && !matrix_.numeric[j] ? "theils_u"
                                                                   : "correlation_ratio";
             p.real = 0.5 * (corr_real_[i * k + j] + corr_real_[j * k + i]);
@@ -499,7 +499,8 @@ class Evaluator {
     cs->missing_synthetic = other.missing[c];
     cs->invalid_synthetic = other.invalid[c];
     cs->distinct_real = m.distinct_real;
-    const double nr = std::max<double>(1, double(real.rows)), no = std::max<double>(1, double(other.rows));
+    const double nr = std::max<double>(1, double(real.rows)),
+                 no = std::max<double>(1, double(other.rows));
     if (m.type == ColumnType::kNumeric) {
       cs->ks_complement = KSComplement(real.num[c], other.num[c]);
       if (std::isnan(cs->ks_complement)) cs->ks_complement = -1;
@@ -581,8 +582,8 @@ EncodedRecords ToRecords(const EncodedTable& e, const std::vector<ColumnModel>& 
       std::vector<float> v(e.rows);
       for (size_t i = 0; i < e.rows; ++i) {
         double x = e.num[c][i];
-        v[i] = std::isnan(x) ? kMissingScaled
-                             : float(std::clamp((x - m.min) / m.range, -1e20, 1e20));
+        v[i] =
+            std::isnan(x) ? kMissingScaled : float(std::clamp((x - m.min) / m.range, -1e20, 1e20));
       }
       r.num.push_back(std::move(v));
     } else {
@@ -627,8 +628,7 @@ float Quantile(const std::vector<float>& sorted, double q) {
 }
 
 void RunPrivacy(const EncodedTable& real, const EncodedTable& synth, const EncodedTable* holdout,
-                const std::vector<ColumnModel>& models, const EvalOptions& opt,
-                PrivacyResult* p) {
+                const std::vector<ColumnModel>& models, const EvalOptions& opt, PrivacyResult* p) {
   p->available = true;
   // Exact copies.
   std::vector<std::string> train_keys = RowKeys(real, models);
@@ -715,8 +715,8 @@ void RunPrivacy(const EncodedTable& real, const EncodedTable& synth, const Encod
 }
 
 std::string BuildVerdict(const EvalReport& r) {
-  std::string v = fmt::format(
-      "Overall quality {:.0f}/100 ({}).", r.quality.overall, r.quality.grade);
+  std::string v =
+      fmt::format("Overall quality {:.0f}/100 ({}).", r.quality.overall, r.quality.grade);
   std::vector<std::string> parts;
   if (r.quality.distribution.available)
     parts.push_back(fmt::format("distributions {:.0f}", r.quality.distribution.score));
@@ -734,14 +734,16 @@ std::string BuildVerdict(const EvalReport& r) {
             [](const ColumnScore* a, const ColumnScore* b) { return a->score < b->score; });
   std::vector<std::string> names;
   for (size_t i = 0; i < worst.size() && i < 3; ++i)
-    if (worst[i]->score < 90) names.push_back(fmt::format("'{}' ({:.0f})", worst[i]->name, worst[i]->score));
+    if (worst[i]->score < 90)
+      names.push_back(fmt::format("'{}' ({:.0f})", worst[i]->name, worst[i]->score));
   if (!names.empty()) v += fmt::format(" Weakest columns: {}.", fmt::join(names, ", "));
   const PrivacyResult& p = r.privacy;
   if (p.available) {
     v += fmt::format(" Privacy: {}: {} exact copies of training rows ({:.2f}%", p.verdict,
                      p.exact_copies, 100 * p.exact_copy_share);
     if (p.has_holdout)
-      v += fmt::format("; holdout rows found in training: {:.2f}%", 100 * p.holdout_exact_copy_share);
+      v += fmt::format("; holdout rows found in training: {:.2f}%",
+                       100 * p.holdout_exact_copy_share);
     v += ")";
     if (p.has_holdout)
       v += fmt::format(", median distance to the closest training row {:.3f} (holdout {:.3f})",
@@ -797,9 +799,10 @@ Result<EvalReport> Evaluate(const Table& real, const Table& synthetic, const Tab
     return DS_ERR(kInvalidInput, "{} and {} have no column name in common", real.source,
                   synthetic.source);
   if (!r.missing_in_synthetic.empty())
-    r.warnings.push_back(fmt::format("columns of the real data missing from the synthetic data "
-                                     "(not scored): {}",
-                                     fmt::join(r.missing_in_synthetic, ", ")));
+    r.warnings.push_back(
+        fmt::format("columns of the real data missing from the synthetic data "
+                    "(not scored): {}",
+                    fmt::join(r.missing_in_synthetic, ", ")));
   if (!r.extra_in_synthetic.empty())
     r.warnings.push_back(fmt::format("synthetic columns not in the real data (ignored): {}",
                                      fmt::join(r.extra_in_synthetic, ", ")));

@@ -57,17 +57,17 @@
 namespace ds {
 
 struct EvalOptions {
-  int num_bins = 20;                   // histogram bins for numeric / length / PCA values
-  int corr_max_categories = 20;        // categories kept per column in association matrices
-  int pca_max_onehot = 10;             // one-hot columns per categorical column in the PCA
-  double corr_full_scale = 0.25;       // mean |diff| that maps to a correlation score of 0
-  size_t privacy_sample_rows = 5000;   // synthetic / holdout rows sampled for DCR and MIA
-  int threads = 2;                     // nearest-neighbour search threads
-  uint64_t seed = 1;                   // sampling seed (Philox)
-  size_t plot_points = 1500;           // points per table in the PCA scatter plot
-  int plot_max_bins = 20;              // bars per column plot (the rest pooled as "other")
-  bool holdout_baseline = true;        // also score holdout vs real (the ceiling)
-  bool privacy = true;                 // run the privacy checks
+  int num_bins = 20;                  // histogram bins for numeric / length / PCA values
+  int corr_max_categories = 20;       // categories kept per column in association matrices
+  int pca_max_onehot = 10;            // one-hot columns per categorical column in the PCA
+  double corr_full_scale = 0.25;      // mean |diff| that maps to a correlation score of 0
+  size_t privacy_sample_rows = 5000;  // synthetic / holdout rows sampled for DCR and MIA
+  int threads = 2;                    // nearest-neighbour search threads
+  uint64_t seed = 1;                  // sampling seed (Philox)
+  size_t plot_points = 1500;          // points per table in the PCA scatter plot
+  int plot_max_bins = 20;             // bars per column plot (the rest pooled as "other")
+  bool holdout_baseline = true;       // also score holdout vs real (the ceiling)
+  bool privacy = true;                // run the privacy checks
 };
 
 struct HistogramBin {
@@ -80,19 +80,19 @@ struct ColumnScore {
   std::string name;
   ColumnType type = ColumnType::kCategorical;
   double js_distance = 0;
-  double score = 0;        // 100 (1 - js_distance)
+  double score = 0;           // 100 (1 - js_distance)
   double ks_complement = -1;  // numeric columns; -1 when not applicable
   double tv_complement = -1;  // categorical columns; -1 when not applicable
   size_t missing_real = 0, missing_synthetic = 0;
   size_t invalid_synthetic = 0;  // numeric column: synthetic values that do not parse
   size_t distinct_real = 0, distinct_synthetic = 0;
-  size_t unseen_synthetic = 0;  // categorical: synthetic rows with a value real never has
+  size_t unseen_synthetic = 0;     // categorical: synthetic rows with a value real never has
   std::vector<HistogramBin> bins;  // for the plot (at most plot_max_bins + pooled)
 };
 
 struct PairScore {
   std::string a, b;
-  std::string kind;  // "pearson", "theils_u", "correlation_ratio"
+  std::string kind;                // "pearson", "theils_u", "correlation_ratio"
   double real = 0, synthetic = 0;  // (M[a][b] + M[b][a]) / 2
   double abs_diff = 0;             // (|dM[a][b]| + |dM[b][a]|) / 2
 };
@@ -119,15 +119,15 @@ struct PcaResult {
 
 struct PrivacyResult {
   bool available = false;
-  size_t exact_copies = 0;              // synthetic rows equal to a training row
+  size_t exact_copies = 0;  // synthetic rows equal to a training row
   double exact_copy_share = 0;
-  size_t synthetic_duplicates = 0;      // synthetic rows repeating an earlier synthetic row
+  size_t synthetic_duplicates = 0;  // synthetic rows repeating an earlier synthetic row
   bool has_holdout = false;
-  size_t holdout_exact_copies = 0;      // baseline: holdout rows equal to a training row
+  size_t holdout_exact_copies = 0;  // baseline: holdout rows equal to a training row
   double holdout_exact_copy_share = 0;
   size_t dcr_sample_synthetic = 0, dcr_sample_holdout = 0;
-  std::vector<float> dcr_synthetic;     // [dcr_sample_synthetic] sorted ascending
-  std::vector<float> dcr_holdout;       // [dcr_sample_holdout] sorted ascending
+  std::vector<float> dcr_synthetic;  // [dcr_sample_synthetic] sorted ascending
+  std::vector<float> dcr_holdout;    // [dcr_sample_holdout] sorted ascending
   double dcr_synthetic_median = 0, dcr_holdout_median = 0;
   double dcr_synthetic_p05 = 0, dcr_holdout_p05 = 0;
   // Share of sampled synthetic rows closer to training than the 5th percentile
@@ -144,18 +144,18 @@ struct PrivacyResult {
 struct EvalReport {
   std::string real_source, synthetic_source, holdout_source;
   size_t real_rows = 0, synthetic_rows = 0, holdout_rows = 0;
-  std::vector<std::string> columns;                  // evaluated (common) columns
-  std::vector<std::string> missing_in_synthetic;     // real columns absent from synthetic
-  std::vector<std::string> extra_in_synthetic;       // synthetic columns absent from real
+  std::vector<std::string> columns;               // evaluated (common) columns
+  std::vector<std::string> missing_in_synthetic;  // real columns absent from synthetic
+  std::vector<std::string> extra_in_synthetic;    // synthetic columns absent from real
   std::vector<std::string> warnings;
 
   QualitySummary quality;
   std::vector<ColumnScore> column_scores;  // one per evaluated column, in real order
   // Association matrices over `matrix_columns` (numeric and categorical columns):
   std::vector<std::string> matrix_columns;
-  std::vector<std::string> matrix_kinds;  // [k] column kinds: "numeric" or "categorical"
+  std::vector<std::string> matrix_kinds;          // [k] column kinds: "numeric" or "categorical"
   std::vector<double> corr_real, corr_synthetic;  // [k, k] row-major; diagonal 1
-  std::vector<PairScore> pair_scores;            // i < j, in matrix order
+  std::vector<PairScore> pair_scores;             // i < j, in matrix order
   PcaResult pca;
   bool has_holdout_baseline = false;
   QualitySummary holdout_baseline;  // holdout vs real: the ceiling for this data

@@ -296,9 +296,8 @@ Pca2 FitPca2(const std::vector<double>& x, size_t n, size_t d) {
             0.5 * (b[size_t(a) * k + c] + b[size_t(c) * k + a]);
     SymmetricEigen(b, k, &vals, &vecs);
     const double scale = std::max(p.total_variance, 1e-300);
-    bool converged = size_t(k) == d ||
-                     (std::fabs(vals[0] - prev0) < 1e-13 * scale &&
-                      std::fabs(vals[1] - prev1) < 1e-13 * scale && iter > 3);
+    bool converged = size_t(k) == d || (std::fabs(vals[0] - prev0) < 1e-13 * scale &&
+                                        std::fabs(vals[1] - prev1) < 1e-13 * scale && iter > 3);
     prev0 = vals[0];
     prev1 = vals[1];
     if (converged || iter == 2999) break;
@@ -317,9 +316,13 @@ Pca2 FitPca2(const std::vector<double>& x, size_t n, size_t d) {
     double norm = 0, big = 0;
     for (size_t r = 0; r < d; ++r) {
       norm += comp[r] * comp[r];
-      if (std::fabs(comp[r]) > std::fabs(big)) big = comp[r];
+      big = std::max(big, std::fabs(comp[r]));
     }
-    double f = (big < 0 ? -1 : 1) / std::sqrt(std::max(norm, 1e-300));
+    // Sign: the first entry within rounding of the largest magnitude is positive.
+    double lead = 0;
+    for (size_t r = 0; r < d && lead == 0; ++r)
+      if (std::fabs(comp[r]) >= big * (1 - 1e-9)) lead = comp[r];
+    double f = (lead < 0 ? -1 : 1) / std::sqrt(std::max(norm, 1e-300));
     for (size_t r = 0; r < d; ++r) comp[r] *= f;
   }
   return p;

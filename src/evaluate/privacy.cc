@@ -83,8 +83,7 @@ double RocAuc(const std::vector<float>& member_scores,
   all.reserve(n1 + n0);
   for (float s : member_scores) all.push_back({s, 1});
   for (float s : non_member_scores) all.push_back({s, 0});
-  std::sort(all.begin(), all.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   // Sum of member ranks (1-based, ties get their average rank).
   double rank_sum = 0;
   for (size_t i = 0; i < all.size();) {

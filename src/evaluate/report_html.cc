@@ -13,21 +13,32 @@ namespace ds {
 
 namespace {
 
-constexpr const char* kReal = "#3b6fb6";       // real data
-constexpr const char* kSynth = "#f28e2b";      // synthetic data
-constexpr const char* kHoldout = "#59a14f";    // holdout data
+constexpr const char* kReal = "#3b6fb6";     // real data
+constexpr const char* kSynth = "#f28e2b";    // synthetic data
+constexpr const char* kHoldout = "#59a14f";  // holdout data
 
 std::string Esc(std::string_view s) {
   std::string o;
   o.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&#39;"; break;
-      default: o.push_back(c);
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      case '\'':
+        o += "&#39;";
+        break;
+      default:
+        o.push_back(c);
     }
   }
   return o;
@@ -82,7 +93,7 @@ std::string ScoreBar(double score) {
 
 // Grouped bars: real vs synthetic share per bin.
 std::string BarChart(const std::vector<HistogramBin>& bins) {
-  const int w = 340, h = 170, left = 34, bottom = 48, top = 8;
+  const int w = 340, h = 180, left = 34, bottom = 58, top = 8;
   const int pw = w - left - 6, ph = h - bottom - top;
   double vmax = 1e-12;
   for (const HistogramBin& b : bins) vmax = std::max({vmax, b.real, b.synthetic});
@@ -98,25 +109,34 @@ std::string BarChart(const std::vector<HistogramBin>& bins) {
   }
   const size_t n = std::max<size_t>(1, bins.size());
   const double slot = double(pw) / double(n), bw = std::max(0.8, slot * 0.4);
+  size_t longest = 0;  // in characters, roughly 5.5 px each at 10 px
+  for (const HistogramBin& b : bins) longest = std::max(longest, b.label.size());
+  const bool horizontal = double(longest) * 5.8 < slot - 4;
   for (size_t i = 0; i < bins.size(); ++i) {
     const HistogramBin& b = bins[i];
     double x0 = left + slot * double(i) + slot * 0.1;
     double hr = ph * b.real / vmax, hs = ph * b.synthetic / vmax;
-    std::string tip = fmt::format("{}: real {:.1f}%, synthetic {:.1f}%", Esc(b.label),
-                                  100 * b.real, 100 * b.synthetic);
+    std::string tip = fmt::format("{}: real {:.1f}%, synthetic {:.1f}%", Esc(b.label), 100 * b.real,
+                                  100 * b.synthetic);
     s += fmt::format(
         "<g><title>{}</title><rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
         "fill=\"{}\"/><rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
         "fill=\"{}\"/></g>",
         tip, x0, top + ph - hr, bw, hr, kReal, x0 + bw, top + ph - hs, bw, hs, kSynth);
-    // Labels: all when few bins, else every k-th.
+    // Labels: all when few bins, else every k-th; horizontal when they fit.
     size_t every = bins.size() <= 12 ? 1 : (bins.size() + 11) / 12;
     if (i % every == 0) {
       double cx = left + slot * (double(i) + 0.5);
-      s += fmt::format(
-          "<text x=\"{:.1f}\" y=\"{}\" class=\"ax\" text-anchor=\"end\" "
-          "transform=\"rotate(-40 {:.1f} {})\">{}</text>",
-          cx, top + ph + 10, cx, top + ph + 10, Esc(Short(b.label, 12)));
+      if (horizontal)
+        s += fmt::format(
+            "<text x=\"{:.1f}\" y=\"{}\" class=\"ax\" text-anchor=\"middle\">{}"
+            "</text>",
+            cx, top + ph + 13, Esc(b.label));
+      else
+        s += fmt::format(
+            "<text x=\"{:.1f}\" y=\"{}\" class=\"ax\" text-anchor=\"end\" "
+            "transform=\"rotate(-35 {:.1f} {})\">{}</text>",
+            cx + 3, top + ph + 10, cx + 3, top + ph + 10, Esc(Short(b.label, 11)));
     }
   }
   s += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"#888\"/>", left,
@@ -154,12 +174,11 @@ std::string Heatmap(const std::string& title, const std::vector<std::string>& na
                     const std::vector<double>& m, bool diff) {
   const size_t k = names.size();
   const bool labels = k <= 40;
-  const double cell = std::clamp(320.0 / double(std::max<size_t>(k, 1)), 3.0, 22.0);
-  const int lab = labels ? 90 : 4;
+  const double cell = std::clamp(264.0 / double(std::max<size_t>(k, 1)), 3.0, 22.0);
+  const int lab = labels ? 84 : 4;
   const int w = int(lab + cell * double(k) + 6), h = int(lab + cell * double(k) + 24);
   std::string s = fmt::format(
-      "<figure class=\"heat\"><svg width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\">", w, h, w,
-      h);
+      "<figure class=\"heat\"><svg width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\">", w, h, w, h);
   for (size_t i = 0; i < k; ++i) {
     if (labels) {
       double y = lab + cell * (double(i) + 0.5) + 3;
@@ -188,7 +207,7 @@ std::string Heatmap(const std::string& title, const std::vector<std::string>& na
 }
 
 std::string Legend(bool diff) {
-  std::string s = "<svg width=\"220\" height=\"34\">";
+  std::string s = "<svg width=\"236\" height=\"34\">";
   for (int i = 0; i < 44; ++i) {
     double v = diff ? i / 43.0 : -1 + 2 * i / 43.0;
     s += fmt::format("<rect x=\"{}\" y=\"4\" width=\"5\" height=\"12\" fill=\"{}\"/>", 4 + 5 * i,
@@ -297,8 +316,8 @@ std::string DcrChart(const PrivacyResult& p) {
           x + bw * 0.5, t + ph - b, bw * 0.5, b, kHoldout, 100 * hh[size_t(i)]);
   }
   for (int k = 0; k <= 4; ++k)
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"ax\" text-anchor=\"middle\">{:.3f}</text>",
-                     l + pw * k / 4.0, t + ph + 14, vmax * k / 4.0);
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"ax\" text-anchor=\"{}\">{:.3f}</text>",
+                     l + pw * k / 4.0, t + ph + 14, k == 4 ? "end" : "middle", vmax * k / 4.0);
   s += fmt::format(
       "<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"#888\"/><text x=\"{}\" y=\"{}\" "
       "class=\"ax\" text-anchor=\"middle\">distance to the closest training record</text></svg>",
@@ -330,9 +349,10 @@ std::string RocChart(const PrivacyResult& p) {
 std::string SectionRow(const char* name, const SectionScore& s, const SectionScore* base,
                        const char* what) {
   if (!s.available)
-    return fmt::format("<tr><td>{}</td><td colspan=\"4\" class=\"muted\">not available ({})"
-                       "</td></tr>",
-                       name, what);
+    return fmt::format(
+        "<tr><td>{}</td><td colspan=\"4\" class=\"muted\">not available ({})"
+        "</td></tr>",
+        name, what);
   std::string b = base && base->available ? fmt::format("{:.1f}", base->score) : "";
   return fmt::format(
       "<tr><td>{}</td><td class=\"num\"><b>{:.1f}</b></td><td>{}</td><td class=\"num\">{:.4f}"
@@ -391,16 +411,18 @@ std::string ReportToHtml(const EvalReport& r) {
 
   // Verdict.
   h += "<section class=\"verdict\" id=\"verdict\">" + Gauge(r.quality.overall, 120) + "<div>";
-  h += fmt::format("<div class=\"grade\" style=\"color:{}\">Synthetic quality score: {:.0f} / 100 "
-                   "&mdash; {}</div>",
-                   GradeColor(r.quality.overall), r.quality.overall, Esc(r.quality.grade));
+  h += fmt::format(
+      "<div class=\"grade\" style=\"color:{}\">Synthetic quality score: {:.0f} / 100 "
+      "&mdash; {}</div>",
+      GradeColor(r.quality.overall), r.quality.overall, Esc(r.quality.grade));
   if (r.privacy.available) {
     const char* color = r.privacy.verdict == "low risk" ? "#2e7d32"
                         : r.privacy.verdict == "review" ? "#ef6c00"
                                                         : "#c62828";
-    h += fmt::format("<div style=\"margin-top:4px\">Privacy: <span class=\"pill\" "
-                     "style=\"background:{}\">{}</span></div>",
-                     color, Esc(r.privacy.verdict));
+    h += fmt::format(
+        "<div style=\"margin-top:4px\">Privacy: <span class=\"pill\" "
+        "style=\"background:{}\">{}</span></div>",
+        color, Esc(r.privacy.verdict));
   }
   h += "<p>" + Esc(r.verdict) + "</p></div></section>\n";
   for (const std::string& w : r.warnings) h += "<div class=\"warn\">" + Esc(w) + "</div>\n";
@@ -434,12 +456,16 @@ std::string ReportToHtml(const EvalReport& r) {
                    [](const ColumnScore* a, const ColumnScore* b) { return a->score < b->score; });
   for (const ColumnScore* c : cols) {
     std::string extra;
-    if (c->ks_complement >= 0) extra += fmt::format(" &middot; KSComplement {:.3f}", c->ks_complement);
-    if (c->tv_complement >= 0) extra += fmt::format(" &middot; TVComplement {:.3f}", c->tv_complement);
+    if (c->ks_complement >= 0)
+      extra += fmt::format(" &middot; KSComplement {:.3f}", c->ks_complement);
+    if (c->tv_complement >= 0)
+      extra += fmt::format(" &middot; TVComplement {:.3f}", c->tv_complement);
     if (c->missing_real || c->missing_synthetic)
       extra += fmt::format(" &middot; missing {} / {}", c->missing_real, c->missing_synthetic);
-    if (c->invalid_synthetic) extra += fmt::format(" &middot; <b>invalid {}</b>", c->invalid_synthetic);
-    if (c->unseen_synthetic) extra += fmt::format(" &middot; unseen values {}", c->unseen_synthetic);
+    if (c->invalid_synthetic)
+      extra += fmt::format(" &middot; <b>invalid {}</b>", c->invalid_synthetic);
+    if (c->unseen_synthetic)
+      extra += fmt::format(" &middot; unseen values {}", c->unseen_synthetic);
     h += fmt::format(
         "<div class=\"card\"><h3><span title=\"{0}\">{1} <span class=\"muted\">({2})</span></span>"
         "<span style=\"color:{3}\">{4:.1f}</span></h3><div class=\"sub\">JS distance {5:.4f}{6}"
@@ -461,8 +487,8 @@ std::string ReportToHtml(const EvalReport& r) {
     std::vector<double> d(k * k);
     for (size_t i = 0; i < k * k; ++i) d[i] = std::fabs(r.corr_real[i] - r.corr_synthetic[i]);
     h += Heatmap("|real - synthetic|", r.matrix_columns, d, true);
-    h += "</div><div>association " + Legend(false) + " &nbsp; difference " + Legend(true) +
-         "</div>";
+    h +=
+        "</div><div>association " + Legend(false) + " &nbsp; difference " + Legend(true) + "</div>";
     std::vector<const PairScore*> pairs;
     for (const PairScore& p : r.pair_scores) pairs.push_back(&p);
     std::stable_sort(pairs.begin(), pairs.end(), [](const PairScore* a, const PairScore* b) {
@@ -510,14 +536,13 @@ std::string ReportToHtml(const EvalReport& r) {
         "<tr><td>rows identical to a training row</td><td class=\"num\">{} ({:.2f}%)</td>"
         "<td class=\"num\">{}</td></tr>",
         p.exact_copies, 100 * p.exact_copy_share,
-        p.has_holdout ? fmt::format("{} ({:.2f}%)", p.holdout_exact_copies,
-                                    100 * p.holdout_exact_copy_share)
-                      : "");
+        p.has_holdout
+            ? fmt::format("{} ({:.2f}%)", p.holdout_exact_copies, 100 * p.holdout_exact_copy_share)
+            : "");
     h += fmt::format(
         "<tr><td>median distance to the closest training row</td><td class=\"num\">{:.4f}</td>"
         "<td class=\"num\">{}</td></tr>",
-        p.dcr_synthetic_median,
-        p.has_holdout ? fmt::format("{:.4f}", p.dcr_holdout_median) : "");
+        p.dcr_synthetic_median, p.has_holdout ? fmt::format("{:.4f}", p.dcr_holdout_median) : "");
     h += fmt::format(
         "<tr><td>5th percentile of that distance</td><td class=\"num\">{:.4f}</td>"
         "<td class=\"num\">{}</td></tr>",
@@ -547,7 +572,7 @@ std::string ReportToHtml(const EvalReport& r) {
                       : "");
     if (p.mia_available)
       h += fmt::format(
-          "<figure>{}<figcaption>Membership inference ROC<br>{} training vs {} holdout rows, "
+          "<figure>{}<figcaption>Membership inference ROC<br>{} training vs {} holdout rows,<br>"
           "score = closeness to the nearest synthetic row</figcaption></figure>",
           RocChart(p), p.mia_members, p.mia_non_members);
     h += "</div>";

@@ -119,12 +119,11 @@ std::string ReportToJson(const EvalReport& r) {
       pj["dcr"]["holdout_p05"] = Num(p.dcr_holdout_p05);
       pj["dcr"]["share_closer_than_holdout_p05"] = Num(p.share_closer_than_holdout_p05);
     }
-    pj["membership_inference"] =
-        p.mia_available ? json{{"members", p.mia_members},
-                               {"non_members", p.mia_non_members},
-                               {"auc", Num(p.mia_auc)},
-                               {"advantage", Num(p.mia_advantage)}}
-                        : json(nullptr);
+    pj["membership_inference"] = p.mia_available ? json{{"members", p.mia_members},
+                                                        {"non_members", p.mia_non_members},
+                                                        {"auc", Num(p.mia_auc)},
+                                                        {"advantage", Num(p.mia_advantage)}}
+                                                 : json(nullptr);
     j["privacy"] = pj;
   } else {
     j["privacy"] = nullptr;
@@ -144,8 +143,8 @@ std::string ReportToText(const EvalReport& r) {
   auto sec = [](const SectionScore& x) {
     return x.available ? fmt::format("{:5.1f}", x.score) : std::string("  n/a");
   };
-  s += fmt::format("Synthetic quality score: {:.1f}/100 ({})\n", r.quality.overall,
-                   r.quality.grade);
+  s +=
+      fmt::format("Synthetic quality score: {:.1f}/100 ({})\n", r.quality.overall, r.quality.grade);
   s += fmt::format("  field distribution stability  {}\n", sec(r.quality.distribution));
   s += fmt::format("  field correlation stability   {}\n", sec(r.quality.correlation));
   s += fmt::format("  deep structure stability      {}\n", sec(r.quality.deep_structure));

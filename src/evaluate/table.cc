@@ -21,9 +21,12 @@ namespace ds {
 
 const char* ColumnTypeName(ColumnType t) {
   switch (t) {
-    case ColumnType::kNumeric: return "numeric";
-    case ColumnType::kCategorical: return "categorical";
-    case ColumnType::kText: return "text";
+    case ColumnType::kNumeric:
+      return "numeric";
+    case ColumnType::kCategorical:
+      return "categorical";
+    case ColumnType::kText:
+      return "text";
   }
   return "unknown";
 }
@@ -206,8 +209,8 @@ Result<Table> ParseTable(std::string_view text, char delimiter, const std::strin
       continue;
     }
     if (c == '"')
-      return DS_ERR(kInvalidInput, "{}:{}: field {}: quote inside an unquoted field", source,
-                    line, fields.size() + 1);
+      return DS_ERR(kInvalidInput, "{}:{}: field {}: quote inside an unquoted field", source, line,
+                    fields.size() + 1);
     field.push_back(c);
     any_in_record = true;
     ++i;
