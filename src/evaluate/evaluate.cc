@@ -820,9 +820,16 @@ Result<EvalReport> Evaluate(const Table& real, const Table& synthetic, const Tab
     }
   }
 
+  // Fewer bins for small tables, so that sampling noise does not dominate the
+  // histograms: max(5, min(num_bins, floor(sqrt(n)))), n the smaller row count.
+  EvalOptions eff = options;
+  const size_t n_small = std::min(real.num_rows(), synthetic.num_rows());
+  eff.num_bins = std::max(5, std::min(options.num_bins, int(std::sqrt(double(n_small)))));
+  eff.num_bins = std::min(eff.num_bins, options.num_bins);
+  r.bins_used = eff.num_bins;
   std::vector<ColumnModel> models;
-  for (int c : real_cols) models.push_back(BuildModel(real.columns[size_t(c)], options));
-  Evaluator ev(std::move(models), options);
+  for (int c : real_cols) models.push_back(BuildModel(real.columns[size_t(c)], eff));
+  Evaluator ev(std::move(models), eff);
   EncodedTable er = Encode(real, real_cols, &ev.models());
   EncodedTable es = Encode(synthetic, synth_cols, &ev.models());
   EncodedTable eh;
@@ -848,8 +855,7 @@ Result<EvalReport> Evaluate(const Table& real, const Table& synthetic, const Tab
     r.holdout_baseline = ev.Score(er, eh, /*details=*/false).summary;
     r.has_holdout_baseline = true;
   }
-  if (options.privacy)
-    RunPrivacy(er, es, holdout ? &eh : nullptr, ev.models(), options, &r.privacy);
+  if (options.privacy) RunPrivacy(er, es, holdout ? &eh : nullptr, ev.models(), eff, &r.privacy);
   r.verdict = BuildVerdict(r);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;

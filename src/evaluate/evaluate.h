@@ -7,7 +7,8 @@
 //     in [0, 1]) between the real and synthetic histograms. Bins: numeric columns
 //     with at most `num_bins` distinct real values get one bin per value (a value
 //     falls in the bin of the nearest real value), other numeric columns
-//     `num_bins` quantile bins of the real values (outer bins open-ended);
+//     `num_bins` quantile bins of the real values (outer bins open-ended; fewer
+//     bins for small tables, see EvalOptions::num_bins);
 //     categorical columns one bin per value (real or synthetic); text columns
 //     the character length, binned like a numeric column. Missing values and
 //     unparseable synthetic numbers have bins of their own.
@@ -57,7 +58,10 @@
 namespace ds {
 
 struct EvalOptions {
-  int num_bins = 20;                  // histogram bins for numeric / length / PCA values
+  // Histogram bins for numeric / length / PCA values; small tables get fewer:
+  // max(5, min(num_bins, floor(sqrt(n)))), n the smaller of the real and
+  // synthetic row counts.
+  int num_bins = 20;
   int corr_max_categories = 20;       // categories kept per column in association matrices
   int pca_max_onehot = 10;            // one-hot columns per categorical column in the PCA
   double corr_full_scale = 0.25;      // mean |diff| that maps to a correlation score of 0
@@ -161,6 +165,7 @@ struct EvalReport {
   QualitySummary holdout_baseline;  // holdout vs real: the ceiling for this data
 
   PrivacyResult privacy;
+  int bins_used = 0;    // histogram bins after the small-table rule (see EvalOptions)
   std::string verdict;  // a few sentences for the top of the report
   double seconds = 0;   // evaluation wall time
   EvalOptions options;

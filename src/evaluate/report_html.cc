@@ -594,7 +594,7 @@ std::string ReportToHtml(const EvalReport& r) {
       "d = mean Jensen-Shannon distance of the two projected components; score = 100 (1 &minus; "
       "d).</li><li>Overall = mean of the available parts. Grades: Excellent &ge; 80, Good &ge; "
       "60, Moderate &ge; 40, Poor &ge; 20, else Very poor.</li></ul>\n",
-      r.options.num_bins, r.options.corr_full_scale);
+      r.bins_used, r.options.corr_full_scale);
   h += "</main></body></html>\n";
   return h;
 }

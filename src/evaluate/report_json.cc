@@ -129,6 +129,7 @@ std::string ReportToJson(const EvalReport& r) {
     j["privacy"] = nullptr;
   }
   j["options"] = {{"num_bins", r.options.num_bins},
+                  {"bins_used", r.bins_used},
                   {"corr_max_categories", r.options.corr_max_categories},
                   {"pca_max_onehot", r.options.pca_max_onehot},
                   {"corr_full_scale", r.options.corr_full_scale},
