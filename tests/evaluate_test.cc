@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -556,6 +557,13 @@ TEST(SdMetrics, KsAndTvComplementsAgree) {
   std::ifstream out(dir + "/out.txt");
   std::stringstream ss;
   ss << out.rdbuf();
+  std::string text = ss.str();
+  size_t last = text.rfind('\n', text.size() >= 2 ? text.size() - 2 : 0);
+  size_t rank = text.find("rank agreement");
+  if (rank != std::string::npos)
+    std::cout << "sdmetrics_crosscheck: " << text.substr(rank, text.find('\n', rank) - rank)
+              << "\n";
+  std::cout << "sdmetrics_crosscheck: " << text.substr(last == std::string::npos ? 0 : last + 1);
   EXPECT_EQ(rc, 0) << ss.str();
   EXPECT_NE(ss.str().find(" 0 failed"), std::string::npos) << ss.str();
   fs::remove_all(dir);
