@@ -388,6 +388,33 @@ TEST(Evaluate, ReportsMissingAndExtraColumns) {
   EXPECT_FALSE(Evaluate(real, empty, nullptr, opt).ok());
 }
 
+TEST(Evaluate, TextColumnsAreScoredByLength) {
+  // One categorical and one free-text column: no association matrix (one
+  // column left), the text column compared through its length histogram.
+  std::vector<std::string> src, line, src2, line2;
+  for (int i = 0; i < 300; ++i) {
+    src.push_back(i % 3 ? "sshd" : "apache");
+    line.push_back("failed login from 10.0.0." + std::to_string(i));
+    src2.push_back(i % 3 ? "sshd" : "apache");
+    line2.push_back(std::string(size_t(5 + i % 7), 'x') + std::to_string(i));
+  }
+  Table real = Small({"source", "line"}, {src, line}, "r");
+  Table same = Small({"source", "line"}, {src, line}, "s");
+  Table other = Small({"source", "line"}, {src2, line2}, "o");
+  ASSERT_EQ(real.columns[1].type, ColumnType::kText);
+  auto r1 = Evaluate(real, same, nullptr, EvalOptions{}).ValueOrThrow();
+  EXPECT_FALSE(r1.quality.correlation.available);
+  EXPECT_EQ(r1.matrix_columns.size(), 1u);
+  EXPECT_NEAR(r1.quality.overall, 100, 1e-9);
+  EXPECT_EQ(r1.privacy.exact_copies, 300u);
+  auto r2 = Evaluate(real, other, nullptr, EvalOptions{}).ValueOrThrow();
+  EXPECT_NEAR(r2.column_scores[0].js_distance, 0, 1e-12);
+  EXPECT_GT(r2.column_scores[1].js_distance, 0.5);  // lengths 24-26 vs 6-14
+  EXPECT_EQ(r2.privacy.exact_copies, 0u);
+  EXPECT_FALSE(ReportToJson(r2).empty());
+  EXPECT_FALSE(ReportToHtml(r2).empty());
+}
+
 TEST(Evaluate, InvalidNumbersGetTheirOwnBin) {
   Table real = Small({"n"}, {{"1", "2", "3", "4"}}, "r");
   Table synth = Small({"n"}, {{"1", "2", "oops", "4"}}, "s");

@@ -281,8 +281,10 @@ std::vector<double> AssociationMatrix(const MatrixInput& in, const EncodedTable&
   return mat;
 }
 
-// PCA feature matrix [rows, d] (row-major) of an encoded table; `onehot[c]` is
-// the number of one-hot columns of evaluated column c (0 for text / none).
+// PCA features: the numeric columns first, then one indicator per (column,
+// code) for the most frequent real values of each categorical column; each
+// feature is standardised with the real mean and standard deviation
+// (x - mean) / sd, missing numbers as the mean (0).
 struct PcaFeatures {
   std::vector<size_t> num_cols;                     // numeric evaluated columns
   std::vector<std::pair<size_t, int32_t>> onehots;  // (column, code)
@@ -290,6 +292,7 @@ struct PcaFeatures {
   size_t dim() const { return num_cols.size() + onehots.size(); }
 };
 
+// The feature matrix [rows, d] (row-major) of an encoded table.
 std::vector<double> BuildFeatures(const PcaFeatures& f, const EncodedTable& e,
                                   const std::vector<ColumnModel>& models) {
   const size_t d = f.dim();
@@ -447,6 +450,7 @@ class Evaluator {
         q.corr_other = std::move(co);
       }
     }
+    if (details && k < 2) q.corr_real = q.corr_other = std::vector<double>(k * k, 1.0);
     // Deep structure.
     if (pca_.dim() > 0 && real.rows >= 2 && other.rows >= 1) {
       std::vector<double> x = BuildFeatures(pca_, other, models_);
