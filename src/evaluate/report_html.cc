@@ -174,20 +174,21 @@ std::string Heatmap(const std::string& title, const std::vector<std::string>& na
                     const std::vector<double>& m, bool diff) {
   const size_t k = names.size();
   const bool labels = k <= 40;
-  const double cell = std::clamp(264.0 / double(std::max<size_t>(k, 1)), 3.0, 22.0);
-  const int lab = labels ? 84 : 4;
-  const int w = int(lab + cell * double(k) + 6), h = int(lab + cell * double(k) + 24);
+  const double cell = std::clamp(220.0 / double(std::max<size_t>(k, 1)), 3.0, 22.0);
+  const int lab = labels ? 88 : 4;
+  const int w = int(lab + cell * double(k) + (labels ? 36 : 6)),
+            h = int(lab + cell * double(k) + 24);
   std::string s = fmt::format(
       "<figure class=\"heat\"><svg width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\">", w, h, w, h);
   for (size_t i = 0; i < k; ++i) {
     if (labels) {
       double y = lab + cell * (double(i) + 0.5) + 3;
       s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" class=\"ax\" text-anchor=\"end\">{}</text>",
-                       lab - 3, y, Esc(Short(names[i], 14)));
+                       lab - 3, y, Esc(Short(names[i], 12)));
       double x = lab + cell * (double(i) + 0.5) + 3;
       s += fmt::format(
           "<text x=\"{:.1f}\" y=\"{}\" class=\"ax\" transform=\"rotate(-60 {:.1f} {})\">{}</text>",
-          x, lab - 3, x, lab - 3, Esc(Short(names[i], 14)));
+          x, lab - 3, x, lab - 3, Esc(Short(names[i], 12)));
     }
     for (size_t j = 0; j < k; ++j) {
       double v = m[i * k + j];
