@@ -215,7 +215,7 @@ TEST(Table, ParsesRfc4180EdgeCases) {
   EXPECT_EQ(t.columns[2].values[0], "line one\nline two");
   EXPECT_EQ(t.columns[2].values[1], "");
   EXPECT_EQ(t.columns[2].missing, 1u);
-  EXPECT_EQ(t.columns[0].type, ColumnType::kNumeric);
+  EXPECT_EQ(t.columns[0].type, ColumnKind::kNumeric);
 }
 
 TEST(Table, ErrorsNameFileAndLine) {
@@ -240,15 +240,15 @@ TEST(Table, InfersTypesAndRoundTrips) {
   auto t = ParseTable("\xEF\xBB\xBFzip;n;cat\n02134;1.5;x\n10001;-2e3;y\n;;x\n", ';', "mem");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(t->columns[0].name, "zip");                     // BOM stripped
-  EXPECT_EQ(t->columns[0].type, ColumnType::kCategorical);  // leading zero: identifier
-  EXPECT_EQ(t->columns[1].type, ColumnType::kNumeric);
+  EXPECT_EQ(t->columns[0].type, ColumnKind::kCategorical);  // leading zero: identifier
+  EXPECT_EQ(t->columns[1].type, ColumnKind::kNumeric);
   EXPECT_EQ(t->columns[1].missing, 1u);
-  EXPECT_EQ(t->columns[2].type, ColumnType::kCategorical);
+  EXPECT_EQ(t->columns[2].type, ColumnKind::kCategorical);
   std::vector<std::string> many;
   for (int i = 0; i < 200; ++i) many.push_back("free text " + std::to_string(i));
-  EXPECT_EQ(InferColumnType(many), ColumnType::kText);
+  EXPECT_EQ(InferColumnKind(many), ColumnKind::kText);
   many.resize(40);
-  EXPECT_EQ(InferColumnType(many), ColumnType::kCategorical);
+  EXPECT_EQ(InferColumnKind(many), ColumnKind::kCategorical);
   double v;
   EXPECT_TRUE(ParseNumber("-3.5e2", &v));
   EXPECT_DOUBLE_EQ(v, -350);
@@ -401,7 +401,7 @@ TEST(Evaluate, TextColumnsAreScoredByLength) {
   Table real = Small({"source", "line"}, {src, line}, "r");
   Table same = Small({"source", "line"}, {src, line}, "s");
   Table other = Small({"source", "line"}, {src2, line2}, "o");
-  ASSERT_EQ(real.columns[1].type, ColumnType::kText);
+  ASSERT_EQ(real.columns[1].type, ColumnKind::kText);
   auto r1 = Evaluate(real, same, nullptr, EvalOptions{}).ValueOrThrow();
   EXPECT_FALSE(r1.quality.correlation.available);
   EXPECT_EQ(r1.matrix_columns.size(), 1u);
@@ -486,7 +486,7 @@ TEST(Evaluate, JsonCarriesEveryScore) {
     const auto& jc = j["column_scores"][c];
     EXPECT_EQ(jc["name"], r.column_scores[c].name);
     EXPECT_DOUBLE_EQ(jc["js_distance"].get<double>(), r.column_scores[c].js_distance);
-    if (r.column_scores[c].type == ColumnType::kNumeric)
+    if (r.column_scores[c].type == ColumnKind::kNumeric)
       EXPECT_DOUBLE_EQ(jc["ks_complement"].get<double>(), r.column_scores[c].ks_complement);
     else
       EXPECT_DOUBLE_EQ(jc["tv_complement"].get<double>(), r.column_scores[c].tv_complement);

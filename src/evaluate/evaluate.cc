@@ -41,7 +41,7 @@ size_t Utf8Length(const std::string& s) {
 // Policy: see evaluate.h (bins) and privacy.h (distance encoding).
 struct ColumnModel {
   std::string name;
-  ColumnType type = ColumnType::kCategorical;
+  ColumnKind type = ColumnKind::kCategorical;
   // Numeric values (numeric columns) or character lengths (text columns):
   std::vector<double> edges;            // [bins - 1] inner bin edges, ascending
   std::vector<std::string> bin_labels;  // [bins]
@@ -120,7 +120,7 @@ ColumnModel BuildModel(const Column& col, const EvalOptions& opt) {
   ColumnModel m;
   m.name = col.name;
   m.type = col.type;
-  if (col.type == ColumnType::kCategorical || col.type == ColumnType::kText) {
+  if (col.type == ColumnKind::kCategorical || col.type == ColumnKind::kText) {
     std::unordered_map<std::string_view, size_t> counts;
     for (const std::string& v : col.values) ++counts[v];
     std::vector<std::pair<std::string_view, size_t>> order(counts.begin(), counts.end());
@@ -134,13 +134,13 @@ ColumnModel BuildModel(const Column& col, const EvalOptions& opt) {
     m.real_categories = int32_t(m.dict_values.size());
     m.distinct_real = counts.size() - (counts.count("") ? 1 : 0);
   }
-  if (col.type == ColumnType::kNumeric || col.type == ColumnType::kText) {
+  if (col.type == ColumnKind::kNumeric || col.type == ColumnKind::kText) {
     std::vector<double> v;
     v.reserve(col.values.size());
     for (const std::string& s : col.values) {
       if (s.empty()) continue;
       double x;
-      if (col.type == ColumnType::kText)
+      if (col.type == ColumnKind::kText)
         v.push_back(double(Utf8Length(s)));
       else if (ParseNumber(s, &x))
         v.push_back(x);
@@ -158,7 +158,7 @@ ColumnModel BuildModel(const Column& col, const EvalOptions& opt) {
       m.range = v.back() - v.front();
       if (!(m.range > 0)) m.range = 1;
     }
-    if (col.type == ColumnType::kNumeric)
+    if (col.type == ColumnKind::kNumeric)
       m.distinct_real = size_t(std::unique(v.begin(), v.end()) - v.begin());
   }
   return m;
@@ -178,7 +178,7 @@ EncodedTable Encode(const Table& t, const std::vector<int>& cols,
   for (size_t c = 0; c < k; ++c) {
     ColumnModel& m = (*models)[c];
     const std::vector<std::string>& vals = t.columns[size_t(cols[c])].values;
-    if (m.type == ColumnType::kNumeric) {
+    if (m.type == ColumnKind::kNumeric) {
       e.num[c].resize(e.rows);
       e.state[c].resize(e.rows);
       for (size_t r = 0; r < e.rows; ++r) {
@@ -202,7 +202,7 @@ EncodedTable Encode(const Table& t, const std::vector<int>& cols,
         e.code[c][r] = m.Code(vals[r]);
         if (vals[r].empty()) ++e.missing[c];
       }
-      if (m.type == ColumnType::kText) {
+      if (m.type == ColumnKind::kText) {
         e.num[c].resize(e.rows);
         for (size_t r = 0; r < e.rows; ++r)
           e.num[c][r] = vals[r].empty() ? kNaN : double(Utf8Length(vals[r]));
@@ -215,7 +215,7 @@ EncodedTable Encode(const Table& t, const std::vector<int>& cols,
 // Histogram counts of column c: value bins, then missing, then invalid
 // (numeric / text), or one bin per dictionary code (categorical).
 std::vector<double> Histogram(const ColumnModel& m, const EncodedTable& e, size_t c) {
-  if (m.type == ColumnType::kCategorical) {
+  if (m.type == ColumnKind::kCategorical) {
     std::vector<double> h(m.dict_values.size(), 0.0);
     for (int32_t v : e.code[c]) h[size_t(v)] += 1;
     return h;
@@ -225,7 +225,7 @@ std::vector<double> Histogram(const ColumnModel& m, const EncodedTable& e, size_
   for (size_t r = 0; r < e.rows; ++r) {
     double x = e.num[c][r];
     if (std::isnan(x)) {
-      bool invalid = m.type == ColumnType::kNumeric && e.state[c][r] == kInvalid;
+      bool invalid = m.type == ColumnKind::kNumeric && e.state[c][r] == kInvalid;
       h[nb + (invalid ? 1 : 0)] += 1;
     } else {
       h[m.Bin(x)] += 1;
@@ -362,12 +362,12 @@ class Evaluator {
   void Prepare(const EncodedTable& real) {
     for (size_t c = 0; c < models_.size(); ++c) {
       const ColumnModel& m = models_[c];
-      if (m.type == ColumnType::kText) continue;
+      if (m.type == ColumnKind::kText) continue;
       matrix_.cols.push_back(c);
-      matrix_.numeric.push_back(m.type == ColumnType::kNumeric);
+      matrix_.numeric.push_back(m.type == ColumnKind::kNumeric);
       int32_t cap = std::min<int32_t>(m.real_categories, opt_.corr_max_categories);
-      matrix_.ncodes.push_back(m.type == ColumnType::kNumeric ? 0 : cap + 1);
-      if (m.type == ColumnType::kNumeric) {
+      matrix_.ncodes.push_back(m.type == ColumnKind::kNumeric ? 0 : cap + 1);
+      if (m.type == ColumnKind::kNumeric) {
         pca_.num_cols.push_back(c);
       } else {
         for (int32_t code = 0; code < std::min<int32_t>(m.real_categories, opt_.pca_max_onehot);
@@ -505,7 +505,7 @@ class Evaluator {
     cs->distinct_real = m.distinct_real;
     const double nr = std::max<double>(1, double(real.rows)),
                  no = std::max<double>(1, double(other.rows));
-    if (m.type == ColumnType::kNumeric) {
+    if (m.type == ColumnKind::kNumeric) {
       cs->ks_complement = KSComplement(real.num[c], other.num[c]);
       if (std::isnan(cs->ks_complement)) cs->ks_complement = -1;
       std::vector<double> v;
@@ -528,13 +528,13 @@ class Evaluator {
         if (v >= m.real_categories) ++cs->unseen_synthetic;
       }
       cs->distinct_synthetic = seen.size();
-      if (m.type == ColumnType::kCategorical) {
+      if (m.type == ColumnKind::kCategorical) {
         cs->tv_complement = TVComplement(a, b);
         if (std::isnan(cs->tv_complement)) cs->tv_complement = -1;
       }
     }
     // Plot bins.
-    if (m.type == ColumnType::kCategorical) {
+    if (m.type == ColumnKind::kCategorical) {
       std::vector<size_t> order(hr.size());
       std::iota(order.begin(), order.end(), size_t(0));
       std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -558,7 +558,7 @@ class Evaluator {
     } else {
       const size_t nb = m.NumValueBins();
       for (size_t b = 0; b < nb; ++b)
-        cs->bins.push_back({(m.type == ColumnType::kText ? "len " : "") + m.bin_labels[b],
+        cs->bins.push_back({(m.type == ColumnKind::kText ? "len " : "") + m.bin_labels[b],
                             hr[b] / nr, ho[b] / no});
       if (hr[nb] + ho[nb] > 0) cs->bins.push_back({"(missing)", hr[nb] / nr, ho[nb] / no});
       if (hr[nb + 1] + ho[nb + 1] > 0)
@@ -582,7 +582,7 @@ EncodedRecords ToRecords(const EncodedTable& e, const std::vector<ColumnModel>& 
   r.rows = e.rows;
   for (size_t c = 0; c < models.size(); ++c) {
     const ColumnModel& m = models[c];
-    if (m.type == ColumnType::kNumeric) {
+    if (m.type == ColumnKind::kNumeric) {
       std::vector<float> v(e.rows);
       for (size_t i = 0; i < e.rows; ++i) {
         double x = e.num[c][i];
@@ -606,7 +606,7 @@ std::vector<std::string> RowKeys(const EncodedTable& e, const std::vector<Column
     k.reserve(models.size() * 8);
     for (size_t c = 0; c < models.size(); ++c) {
       uint64_t bits;
-      if (models[c].type == ColumnType::kNumeric) {
+      if (models[c].type == ColumnKind::kNumeric) {
         double x = e.num[c][r];
         if (std::isnan(x)) {
           bits = 0x7FF8DEAD00000000ull | e.state[c][r];

@@ -82,7 +82,7 @@ struct HistogramBin {
 
 struct ColumnScore {
   std::string name;
-  ColumnType type = ColumnType::kCategorical;
+  ColumnKind type = ColumnKind::kCategorical;
   double js_distance = 0;
   double score = 0;           // 100 (1 - js_distance)
   double ks_complement = -1;  // numeric columns; -1 when not applicable

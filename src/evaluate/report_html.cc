@@ -471,7 +471,7 @@ std::string ReportToHtml(const EvalReport& r) {
         "<div class=\"card\"><h3><span title=\"{0}\">{1} <span class=\"muted\">({2})</span></span>"
         "<span style=\"color:{3}\">{4:.1f}</span></h3><div class=\"sub\">JS distance {5:.4f}{6}"
         "</div>{7}</div>\n",
-        Esc(c->name), Esc(Short(c->name, 30)), ColumnTypeName(c->type), GradeColor(c->score),
+        Esc(c->name), Esc(Short(c->name, 30)), ColumnKindName(c->type), GradeColor(c->score),
         c->score, c->js_distance, extra, BarChart(c->bins));
   }
   h += "</div>\n";

@@ -65,7 +65,7 @@ std::string ReportToJson(const EvalReport& r) {
     for (const HistogramBin& b : c.bins)
       bins.push_back({{"label", b.label}, {"real", Num(b.real)}, {"synthetic", Num(b.synthetic)}});
     cols.push_back({{"name", c.name},
-                    {"type", ColumnTypeName(c.type)},
+                    {"type", ColumnKindName(c.type)},
                     {"js_distance", Num(c.js_distance)},
                     {"score", Num(c.score)},
                     {"ks_complement", c.ks_complement < 0 ? json(nullptr) : Num(c.ks_complement)},

@@ -19,13 +19,13 @@
 
 namespace ds {
 
-const char* ColumnTypeName(ColumnType t) {
+const char* ColumnKindName(ColumnKind t) {
   switch (t) {
-    case ColumnType::kNumeric:
+    case ColumnKind::kNumeric:
       return "numeric";
-    case ColumnType::kCategorical:
+    case ColumnKind::kCategorical:
       return "categorical";
-    case ColumnType::kText:
+    case ColumnKind::kText:
       return "text";
   }
   return "unknown";
@@ -90,7 +90,7 @@ bool HasRedundantLeadingZero(std::string_view s) {
 
 }  // namespace
 
-ColumnType InferColumnType(const std::vector<std::string>& values,
+ColumnKind InferColumnKind(const std::vector<std::string>& values,
                            const TypeInferenceOptions& opts) {
   bool numeric = true;
   size_t present = 0;
@@ -103,7 +103,7 @@ ColumnType InferColumnType(const std::vector<std::string>& values,
       break;
     }
   }
-  if (numeric && present > 0) return ColumnType::kNumeric;
+  if (numeric && present > 0) return ColumnKind::kNumeric;
   std::unordered_set<std::string_view> distinct;
   present = 0;
   for (const std::string& v : values) {
@@ -113,14 +113,14 @@ ColumnType InferColumnType(const std::vector<std::string>& values,
   }
   if (distinct.size() > opts.text_min_distinct &&
       double(distinct.size()) > opts.text_min_distinct_ratio * double(present))
-    return ColumnType::kText;
-  return ColumnType::kCategorical;
+    return ColumnKind::kText;
+  return ColumnKind::kCategorical;
 }
 
 void Table::InferTypes(const TypeInferenceOptions& opts) {
   for (Column& c : columns) {
     c.missing = size_t(std::count(c.values.begin(), c.values.end(), std::string()));
-    c.type = InferColumnType(c.values, opts);
+    c.type = InferColumnKind(c.values, opts);
   }
 }
 
@@ -337,7 +337,7 @@ Table UniformRandomColumns(const Table& table, size_t rows, uint64_t seed) {
     const Column& src = table.columns[c];
     Philox rng(seed, 0x0F0000 + c);
     std::vector<std::string> out(rows);
-    if (src.type == ColumnType::kNumeric) {
+    if (src.type == ColumnKind::kNumeric) {
       double lo = INFINITY, hi = -INFINITY;
       bool whole = true;
       for (const std::string& s : src.values) {

@@ -9,7 +9,7 @@
 // Missing values: an empty field is missing (the datasets' convention). Nothing
 // else is: "NA" or "None" are ordinary values (ames uses "None" as a category).
 //
-// Type inference (InferColumnType), on the non-missing values:
+// Type inference (InferColumnKind), on the non-missing values:
 //   numeric      every value parses completely as a finite decimal number and no
 //                value has a redundant leading zero ("02134" marks an identifier
 //                such as a zip code, which is not a quantity);
@@ -29,8 +29,8 @@
 
 namespace ds {
 
-enum class ColumnType { kNumeric, kCategorical, kText };
-const char* ColumnTypeName(ColumnType t);
+enum class ColumnKind { kNumeric, kCategorical, kText };
+const char* ColumnKindName(ColumnKind t);
 
 struct TypeInferenceOptions {
   size_t text_min_distinct = 50;         // fewer distinct values: always categorical
@@ -40,7 +40,7 @@ struct TypeInferenceOptions {
 struct Column {
   std::string name;
   std::vector<std::string> values;  // [rows] raw field text; "" = missing
-  ColumnType type = ColumnType::kCategorical;
+  ColumnKind type = ColumnKind::kCategorical;
   size_t missing = 0;  // number of empty fields
 };
 
@@ -66,7 +66,7 @@ struct Table {
 // whole string is not a finite number.
 bool ParseNumber(std::string_view s, double* out);
 
-ColumnType InferColumnType(const std::vector<std::string>& values,
+ColumnKind InferColumnKind(const std::vector<std::string>& values,
                            const TypeInferenceOptions& opts = {});
 
 // Reads a whole CSV (header row first) into memory and infers column types.
