@@ -60,7 +60,7 @@ struct RunOut {
 };
 
 RunOut DoRun(const GenerationModel& m, RunOptions o, const std::string& name,
-          std::function<void(const GenerateProgress&)> progress = nullptr) {
+             std::function<void(const GenerateProgress&)> progress = nullptr) {
   RunOut r;
   o.output = TempPath(name);
   GenerateEvents ev;
@@ -154,9 +154,7 @@ TEST(Workers, PrefixesAcrossWorkers) {
     EXPECT_EQ(r.output, ref);
   }
   std::string path = TempPath("prefix_check.csv");
-  {
-    std::ofstream(path, std::ios::binary) << ref;
-  }
+  { std::ofstream(path, std::ios::binary) << ref; }
   std::vector<std::string> header;
   auto rows = ReadCsv(path, &header);
   std::remove(path.c_str());
@@ -210,9 +208,7 @@ TEST(Workers, TooManyInvalidStopsWithWellFormedOutput) {
   EXPECT_FALSE(r.summary.complete);
   EXPECT_GT(r.summary.valid, 0);
   std::string path = TempPath("invalid_check.csv");
-  {
-    std::ofstream(path, std::ios::binary) << r.output;
-  }
+  { std::ofstream(path, std::ios::binary) << r.output; }
   std::vector<std::string> header;
   auto rows = ReadCsv(path, &header);
   std::remove(path.c_str());
@@ -247,9 +243,7 @@ TEST(Workers, CancelKeepsATruncatedWellFormedOutput) {
   ASSERT_FALSE(r.output.empty());
   EXPECT_EQ(r.output.back(), '\n');
   std::string path = TempPath("cancel_check.csv");
-  {
-    std::ofstream(path, std::ios::binary) << r.output;
-  }
+  { std::ofstream(path, std::ios::binary) << r.output; }
   std::vector<std::string> header;
   auto rows = ReadCsv(path, &header);
   std::remove(path.c_str());
@@ -297,9 +291,7 @@ TEST(Workers, ProgressAndFormats) {
   for (auto& t : from_jsonl) joined += t + "\n";
   EXPECT_EQ(text.output, joined);
   std::string path = TempPath("fmt_check.csv");
-  {
-    std::ofstream(path, std::ios::binary) << csv.output;
-  }
+  { std::ofstream(path, std::ios::binary) << csv.output; }
   std::vector<std::string> header;
   auto rows = ReadCsv(path, &header);
   std::remove(path.c_str());
