@@ -141,6 +141,7 @@ TEST(BatchSampler, ContinuousBatchingKeepsSlotsBusy) {
   int64_t longest = 0;
   for (auto& [id, n] : len) longest = std::max(longest, n);
   EXPECT_EQ(s.rows_stepped(), total);
+  EXPECT_EQ(s.rows_stepped() + s.idle_rows(), s.steps() * slots);  // full_batch
   EXPECT_LE(s.steps(), (total + slots - 1) / slots + longest);
   // Static batching (groups of `slots` run until their slowest ends) would
   // need the sum of per-group maxima.

@@ -26,7 +26,10 @@ BatchSampler::BatchSampler(const Tokenizer& tok, InferBackend& backend,
   DS_CHECK(backend.spec().vocab_size == V_);
   int n = backend.slots();
   slots_.reserve(n);
-  for (int i = 0; i < n; ++i) slots_.emplace_back(tok);
+  for (int i = 0; i < n; ++i) {
+    slots_.emplace_back(tok);
+    backend.ResetSlot(i);  // padding rows (full_batch) start from a defined state
+  }
   never_.assign(V_, 0);
   for (int i = 0; i < V_; ++i) never_[i] = tok.kind(i) == TokenKind::kUnused;
   ids_.resize(n);
@@ -72,21 +75,29 @@ void BatchSampler::Step(std::vector<GeneratedRecord>* done) {
     Start(s, queue_.front());
     queue_.pop_front();
   }
-  int n = 0;
+  int n = 0, busy = 0;
   for (int s = 0; s < int(slots_.size()); ++s) {
-    if (!slots_[s].busy) continue;
-    ids_[n] = s;
-    tokens_[n] = slots_[s].input;
-    ++n;
+    if (slots_[s].busy) {
+      ids_[n] = s;
+      tokens_[n] = slots_[s].input;
+      ++n;
+      ++busy;
+    } else if (opt_.full_batch) {
+      ids_[n] = s;
+      tokens_[n] = tok_.end_id();
+      ++n;
+    }
   }
-  if (n == 0) return;
+  if (busy == 0) return;
   backend_.Step(ids_.data(), tokens_.data(), n, logits_.data());
   ++steps_;
-  rows_stepped_ += n;
+  rows_stepped_ += busy;
+  idle_rows_ += n - busy;
 
   for (int r = 0; r < n; ++r) {
     const int s = ids_[r];
     Slot& sl = slots_[s];
+    if (!sl.busy) continue;                // padding row
     float* lg = &logits_[size_t(r) * V_];  // [V]
     int32_t tok;
     const std::vector<int32_t>* pre =

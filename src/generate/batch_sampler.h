@@ -18,7 +18,9 @@
 //           TokenFilter masked every token (INVALID).
 // so the output does not depend on slot assignment, batch composition or the
 // number of processes, provided the backend's logits for a row do not depend
-// on the other rows of the batch.
+// on the other rows of a batch of fixed size, nor on the row's position
+// (SamplerOptions::full_batch keeps the batch size fixed; tests check the CPU
+// backend bit for bit).
 #pragma once
 
 #include <cstdint>
@@ -57,6 +59,14 @@ struct SamplerOptions {
   int64_t gen_chars = 0;      // 0 = no cap
   int64_t max_tokens = 8192;  // sampled tokens per record before it is given up as invalid
   char delimiter = 0;         // joins fields into GeneratedRecord::text (0 = text lines)
+  // Every Step runs ALL slots (idle ones on a dummy <n> input, their state is
+  // reset before use), so the backend always sees the same batch shape: GEMM
+  // libraries pick kernels by shape (e.g. a GEMV path for one row) and the
+  // results of a row may then differ in the last bits with the batch size.
+  // A fixed shape keeps the records independent of how many other records
+  // share a step, at the price of idle rows while fewer records than slots
+  // are left (the tail of a run).
+  bool full_batch = true;
 };
 
 class BatchSampler {
@@ -79,7 +89,8 @@ class BatchSampler {
 
   int64_t tokens_sampled() const { return tokens_sampled_; }
   int64_t steps() const { return steps_; }
-  int64_t rows_stepped() const { return rows_stepped_; }  // sum of batch sizes
+  int64_t rows_stepped() const { return rows_stepped_; }  // busy rows over all steps
+  int64_t idle_rows() const { return idle_rows_; }        // padding rows (full_batch)
 
  private:
   struct Slot {
@@ -109,7 +120,7 @@ class BatchSampler {
   std::vector<int32_t> tokens_;  // [slots] inputs of this step's batch
   std::vector<float> logits_;    // [slots, V]
   std::vector<float> scratch_;   // [V]
-  int64_t tokens_sampled_ = 0, steps_ = 0, rows_stepped_ = 0;
+  int64_t tokens_sampled_ = 0, steps_ = 0, rows_stepped_ = 0, idle_rows_ = 0;
 };
 
 // Joins fields with the delimiter (a text record is its single field).
