@@ -2,7 +2,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -18,6 +20,62 @@
 namespace ds {
 namespace cpu {
 namespace {
+
+// Wall-clock seconds per phase of Step, printed to stderr when the backend is
+// destroyed if DATASYNTH_CPU_PROFILE is set (for bench/ and tuning).
+enum Phase {
+  kEmbed,
+  kFwdGemm,
+  kFwdRec,
+  kDropout,
+  kDense,
+  kBwdRec,
+  kBwdDx,
+  kBwdDw,
+  kEmbGrad,
+  kClip,
+  kOptimizer,
+  kNumPhases
+};
+const char* const kPhaseNames[kNumPhases] = {
+    "embed+mask0", "fwd x*Wx", "fwd recurrence", "dropout masks", "dense+softmax", "bwd recurrence",
+    "bwd dX",      "bwd dW",   "embedding grad", "clip norms",    "optimizer"};
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+class Profile {
+ public:
+  Profile() : on_(std::getenv("DATASYNTH_CPU_PROFILE") != nullptr) {}
+  ~Profile() {
+    if (!on_ || steps_ == 0) return;
+    double total = 0;
+    for (double s : sec_) total += s;
+    std::fprintf(stderr, "cpu backend profile, %ld train steps (ms per step):\n", long(steps_));
+    for (int i = 0; i < kNumPhases; ++i)
+      std::fprintf(stderr, "  %-16s %8.2f  %5.1f%%\n", kPhaseNames[i], 1e3 * sec_[i] / steps_,
+                   100 * sec_[i] / total);
+    std::fprintf(stderr, "  %-16s %8.2f\n", "total", 1e3 * total / steps_);
+  }
+  // Starts timing; Mark(p) charges the time since the last mark to p.
+  void Start() {
+    if (on_) t_ = Now();
+  }
+  void Mark(Phase p) {
+    if (!on_) return;
+    const double n = Now();
+    sec_[p] += n - t_;
+    t_ = n;
+  }
+  void CountStep() { ++steps_; }
+
+ private:
+  bool on_;
+  int64_t steps_ = 0;
+  double t_ = 0;
+  double sec_[kNumPhases] = {};
+};
 
 // Unit block of the internal gate permutation: 16 units (one AVX-512 vector per
 // gate) when H allows, else the whole layer is one block.
@@ -35,6 +93,15 @@ void DrawMask(uint64_t seed, int site, int t, float rate, uint8_t* mask, size_t 
     mask[i + 1] = (r >> 16) >= thr;
   }
   if (i < n) mask[i] = (rng.NextU32() & 0xFFFFu) >= thr;
+}
+
+// dst [cols, rows] = src [rows, cols]^T, in 16 x 16 tiles.
+void Transpose(const float* src, int rows, int cols, float* dst) {
+  for (int r0 = 0; r0 < rows; r0 += 16)
+    for (int c0 = 0; c0 < cols; c0 += 16)
+      for (int r = r0; r < std::min(rows, r0 + 16); ++r)
+        for (int c = c0; c < std::min(cols, c0 + 16); ++c)
+          dst[size_t(c) * rows + r] = src[size_t(r) * cols + c];
 }
 
 class TrainImpl final : public CpuTrainBackend {
@@ -58,6 +125,8 @@ class TrainImpl final : public CpuTrainBackend {
       const int in = layout_.layers[l].in;
       wxp_.emplace_back(size_t(in) * 4 * H);
       whp_.emplace_back(size_t(H) * 4 * H);
+      wxpt_.emplace_back(size_t(in) * 4 * H);
+      whpt_.emplace_back(size_t(H) * 4 * H);
       bp_.emplace_back(size_t(4) * H);
       gates_.emplace_back(R * 4 * H);
       c_.emplace_back(R * H);
@@ -164,6 +233,8 @@ class TrainImpl final : public CpuTrainBackend {
   Buffer<float> opt_m_, opt_v_;        // [total] optimizer slots
   std::vector<Buffer<float>> wxp_;     // per layer [In, 4H] Wx, gate columns permuted
   std::vector<Buffer<float>> whp_;     // per layer [H, 4H]
+  std::vector<Buffer<float>> wxpt_;    // per layer [4H, In] = wxp^T (dX = dZ wxpt: a plain NN GEMM)
+  std::vector<Buffer<float>> whpt_;    // per layer [4H, H] = whp^T (per-step dz whpt)
   std::vector<Buffer<float>> bp_;      // per layer [4H]
   Buffer<float> x0_;                   // [R, Emb] dropout(E[tok]), time-major rows
   std::vector<Buffer<float>> gates_;   // per layer [R, 4H] permuted; x Wx, then activated i,f,g,o
@@ -185,6 +256,7 @@ class TrainImpl final : public CpuTrainBackend {
   std::vector<Buffer<float>> dense_dw_;      // per thread [H, V] (thread 0: grads)
   std::vector<Buffer<float>> dense_db_;      // per thread [V]
   std::vector<Buffer<float>> gram_;          // per thread [3, T, T] Gram scratch
+  Profile prof_;
 };
 
 void TrainImpl::Validate(const Batch& batch) const {
@@ -222,6 +294,8 @@ void TrainImpl::RefreshPermuted() {
     permute(params_.data() + L.wx, L.in, wxp_[l].data());
     permute(params_.data() + L.wh, H, whp_[l].data());
     permute(params_.data() + L.b, 1, bp_[l].data());
+    Transpose(wxp_[l].data(), L.in, 4 * H, wxpt_[l].data());
+    Transpose(whp_[l].data(), H, 4 * H, whpt_[l].data());
   }
   perm_dirty_ = false;
 }
@@ -256,11 +330,14 @@ void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
       }
     }
   }
+  prof_.Mark(kEmbed);
   for (int l = 0; l < spec_.num_layers; ++l) {
     const int in = layout_.layers[l].in;
     SgemmThreads(nt_, false, false, R_, 4 * H, in, 1.0f, LayerInput(l), in, wxp_[l].data(), 4 * H,
                  0.0f, gates_[l].data(), 4 * H);
+    prof_.Mark(kFwdGemm);
     RecurrenceForward(l);
+    prof_.Mark(kFwdRec);
     if (dropout_on_) {
 #pragma omp parallel for num_threads(nt_) schedule(static)
       for (int t = 0; t < T; ++t) {
@@ -272,6 +349,7 @@ void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
 #pragma omp simd
         for (size_t i = 0; i < n; ++i) dst[i] = src[i] * (float(m[i]) * keep_scale);
       }
+      prof_.Mark(kDropout);
     }
   }
 }
@@ -337,7 +415,7 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
   const float* gates = gates_[l].data();
   const float* cbuf = c_[l].data();
   const float* tcbuf = tc_[l].data();
-  const float* whp = whp_[l].data();
+  const float* whpt = whpt_[l].data();
   const uint8_t* mask = dropout_on_ ? mask_[l + 1].data() : nullptr;
   const float keep_scale = dropout_on_ ? 1.0f / (1.0f - spec_.dropout_rate) : 1.0f;
   float* dz = dz_[l].data();
@@ -359,9 +437,9 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
     for (int t = T - 1; t >= 0; --t) {
       float* dzt = dz + size_t(t) * B * H4;  // [B, 4H]
       if (t < T - 1 && nu > 0) {
-        // dhrec[:, u0:u0+nu] = dz_{t+1} [B, 4H] x Whp[u0:u0+nu, :]^T
-        SgemmSerial(false, true, B, nu, H4, 1.0f, dzt + size_t(B) * H4, H4, whp + size_t(u0) * H4,
-                    H4, 0.0f, dhrec + u0, H);
+        // dhrec[:, u0:u0+nu] = dz_{t+1} [B, 4H] x whpt[:, u0:u0+nu]
+        SgemmSerial(false, false, B, nu, H4, 1.0f, dzt + size_t(B) * H4, H4, whpt + u0, H, 0.0f,
+                    dhrec + u0, H);
       }
       for (int b = 0; b < B; ++b) {
         const size_t row = size_t(t) * B + b;
@@ -781,6 +859,8 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
   nt_ = Threads();
   dropout_on_ = train && spec_.dropout_rate > 0;
   RefreshPermuted();
+  prof_.Start();
+  if (train) prof_.CountStep();
   Forward(batch, dropout_seed);
   const int L = spec_.num_layers, E = spec_.embedding_dim, H = spec_.rnn_units;
   if (!train) return DenseStage(batch, false, 0, nullptr, nullptr);
@@ -794,16 +874,21 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
   int cur = 0;  // dx_[cur]: dL/d(input of the layer above), pre-mask
   if (!clip) {
     StepStats st = DenseStage(batch, true, count, dx_[cur].data(), nullptr);
+    prof_.Mark(kDense);
     for (int l = L - 1; l >= 0; --l) {
       RecurrenceBackward(l, dx_[cur].data(), /*accumulate_bias=*/true);
+      prof_.Mark(kBwdRec);
       const int in = layout_.layers[l].in;
-      SgemmThreads(nt_, false, true, R_, in, 4 * H, 1.0f, dz_[l].data(), 4 * H, wxp_[l].data(),
-                   4 * H, 0.0f, dx_[1 - cur].data(), in);
+      SgemmThreads(nt_, false, false, R_, in, 4 * H, 1.0f, dz_[l].data(), 4 * H, wxpt_[l].data(),
+                   in, 0.0f, dx_[1 - cur].data(), in);
+      prof_.Mark(kBwdDx);
       cur = 1 - cur;
       LayerWeightGrads(l, /*bias_from_colsum=*/false);
+      prof_.Mark(kBwdDw);
     }
     ApplyMaskInPlace(0, dx_[cur].data(), E);
     EmbeddingGrad(batch, dx_[cur].data());
+    prof_.Mark(kEmbGrad);
     return st;
   }
 
@@ -811,10 +896,11 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
   const int B = B_, T = T_;
   std::vector<double> norm2(B, 0.0);
   StepStats st = DenseClipNorms(batch, dx_[cur].data(), norm2.data());
+  prof_.Mark(kClip);
   for (int l = L - 1; l >= 0; --l) {
     RecurrenceBackward(l, dx_[cur].data(), /*accumulate_bias=*/false);
     const int in = layout_.layers[l].in;
-    SgemmThreads(nt_, false, true, R_, in, 4 * H, 1.0f, dz_[l].data(), 4 * H, wxp_[l].data(), 4 * H,
+    SgemmThreads(nt_, false, false, R_, in, 4 * H, 1.0f, dz_[l].data(), 4 * H, wxpt_[l].data(), in,
                  0.0f, dx_[1 - cur].data(), in);
     cur = 1 - cur;
     ClipLayerNorms(l, norm2.data());
@@ -852,6 +938,7 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
   for (int l = 0; l < L; ++l) LayerWeightGrads(l, /*bias_from_colsum=*/true);
   EmbeddingGrad(batch, dx0);
   DenseClipGrads(batch, dense_scale.data());
+  prof_.Mark(kClip);
   return st;
 }
 
@@ -875,6 +962,7 @@ void TrainImpl::ApplyOptimizer(const OptimizerConfig& opt, int64_t step) {
   float* v = opt_v_.data();
   const float lr = opt.learning_rate, eps = opt.epsilon;
   const int nt = Threads();
+  prof_.Start();
   if (opt.name == "rmsprop") {
     const float rho = opt.rho;
 #pragma omp parallel for simd num_threads(nt) schedule(static)
@@ -902,6 +990,7 @@ void TrainImpl::ApplyOptimizer(const OptimizerConfig& opt, int64_t step) {
     DS_THROW(kInvalidArgument, "optimizer: unknown name '{}' (rmsprop, adam)", opt.name);
   }
   perm_dirty_ = true;
+  prof_.Mark(kOptimizer);
 }
 
 }  // namespace
