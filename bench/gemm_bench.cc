@@ -3,8 +3,9 @@
 // at the big square-ish shape is the "measured GEMM peak" that train_bench
 // compares against.
 //
-//   gemm_bench [--quick]
+//   gemm_bench [--quick] [--cpu-time]
 #include <omp.h>
+#include <time.h>
 
 #include <chrono>
 #include <cstdio>
@@ -22,7 +23,17 @@ struct Shape {
   int m, n, k;
 };
 
+// With --cpu-time, "seconds" are process CPU seconds / threads: a figure that
+// ignores time the threads spent descheduled on a shared, loaded machine (for
+// comparing variants there; wall time is the real figure on a quiet machine).
+bool g_cpu_time = false;
+int g_threads = 1;
 double Seconds() {
+  if (g_cpu_time) {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (ts.tv_sec + 1e-9 * ts.tv_nsec) / g_threads;
+  }
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
@@ -45,6 +56,7 @@ double Measure(const Shape& s, int threads, double min_s, char split = 0) {
   };
   run();
   run();
+  g_threads = threads;
   int iters = 0;
   double t0 = Seconds(), t;
   do {
@@ -63,6 +75,7 @@ double MeasureSplit(const Shape& s, int threads, double min_s) {
   for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 7) * 0.1f;
   for (size_t i = 0; i < b.size(); ++i) b[i] = float(i % 5) * 0.1f;
   int nb = s.n / threads;
+  g_threads = threads;
   int iters = 0;
   double t0 = Seconds(), t;
   do {
@@ -84,7 +97,11 @@ double MeasureSplit(const Shape& s, int threads, double min_s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    if (std::strcmp(argv[i], "--cpu-time") == 0) g_cpu_time = true;
+  }
   double min_s = quick ? 0.1 : 0.4;
   const Shape shapes[] = {
       {"peak (square-ish)", false, false, 2048, 2048, 2048},

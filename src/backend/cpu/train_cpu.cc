@@ -196,6 +196,17 @@ class TrainImpl final : public CpuTrainBackend {
   }
 
  private:
+  // The big GEMMs over all timesteps: split by us into per-thread serial GEMMs
+  // along `split` (default, measured faster on 2 cores) or, with
+  // DATASYNTH_CPU_GEMM_SPLIT=0, threaded by the library.
+  void BigGemm(char split, bool ta, bool tb, int m, int n, int k, float alpha, const float* a,
+               int lda, const float* b, int ldb, float beta, float* c, int ldc) const {
+    if (split_big_gemms_) {
+      SgemmSplit(nt_, split, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    } else {
+      SgemmThreads(nt_, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
+  }
   int Threads() const { return threads_ > 0 ? threads_ : std::max(1, omp_get_max_threads()); }
   void Validate(const Batch& batch) const;
   float W(const Batch& batch, int b, int t) const {
@@ -228,6 +239,10 @@ class TrainImpl final : public CpuTrainBackend {
   int B_ = 0, T_ = 0, R_ = 0, nt_ = 1;
   bool dropout_on_ = false;
   bool perm_dirty_ = true;
+  const bool split_big_gemms_ = [] {
+    const char* e = std::getenv("DATASYNTH_CPU_GEMM_SPLIT");
+    return !(e && std::string(e) == "0");
+  }();
 
   Buffer<float> params_, grads_;       // [total] ParamLayout
   Buffer<float> opt_m_, opt_v_;        // [total] optimizer slots
@@ -333,8 +348,8 @@ void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
   prof_.Mark(kEmbed);
   for (int l = 0; l < spec_.num_layers; ++l) {
     const int in = layout_.layers[l].in;
-    SgemmThreads(nt_, false, false, R_, 4 * H, in, 1.0f, LayerInput(l), in, wxp_[l].data(), 4 * H,
-                 0.0f, gates_[l].data(), 4 * H);
+    BigGemm('m', false, false, R_, 4 * H, in, 1.0f, LayerInput(l), in, wxp_[l].data(), 4 * H, 0.0f,
+            gates_[l].data(), 4 * H);
     prof_.Mark(kFwdGemm);
     RecurrenceForward(l);
     prof_.Mark(kFwdRec);
@@ -492,14 +507,14 @@ void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum) {
   const auto& Ly = layout_.layers[l];
   float* g = grads_.data();
   if (T > 1) {
-    SgemmThreads(nt_, true, false, H, H4, (T - 1) * B, 1.0f, h_[l].data(), H,
-                 dz_[l].data() + size_t(B) * H4, H4, 0.0f, wscratch_.data(), H4);
+    BigGemm('n', true, false, H, H4, (T - 1) * B, 1.0f, h_[l].data(), H,
+            dz_[l].data() + size_t(B) * H4, H4, 0.0f, wscratch_.data(), H4);
     Unpermute(wscratch_.data(), H, g + Ly.wh);
   } else {
     std::memset(g + Ly.wh, 0, size_t(H) * H4 * sizeof(float));
   }
-  SgemmThreads(nt_, true, false, Ly.in, H4, R_, 1.0f, LayerInput(l), Ly.in, dz_[l].data(), H4, 0.0f,
-               wscratch_.data(), H4);
+  BigGemm('n', true, false, Ly.in, H4, R_, 1.0f, LayerInput(l), Ly.in, dz_[l].data(), H4, 0.0f,
+          wscratch_.data(), H4);
   Unpermute(wscratch_.data(), Ly.in, g + Ly.wx);
   if (bias_from_colsum) {
     float* db = bscratch_.data();
@@ -879,8 +894,8 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
       RecurrenceBackward(l, dx_[cur].data(), /*accumulate_bias=*/true);
       prof_.Mark(kBwdRec);
       const int in = layout_.layers[l].in;
-      SgemmThreads(nt_, false, false, R_, in, 4 * H, 1.0f, dz_[l].data(), 4 * H, wxpt_[l].data(),
-                   in, 0.0f, dx_[1 - cur].data(), in);
+      BigGemm('m', false, false, R_, in, 4 * H, 1.0f, dz_[l].data(), 4 * H, wxpt_[l].data(), in,
+              0.0f, dx_[1 - cur].data(), in);
       prof_.Mark(kBwdDx);
       cur = 1 - cur;
       LayerWeightGrads(l, /*bias_from_colsum=*/false);
@@ -900,8 +915,8 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
   for (int l = L - 1; l >= 0; --l) {
     RecurrenceBackward(l, dx_[cur].data(), /*accumulate_bias=*/false);
     const int in = layout_.layers[l].in;
-    SgemmThreads(nt_, false, false, R_, in, 4 * H, 1.0f, dz_[l].data(), 4 * H, wxpt_[l].data(), in,
-                 0.0f, dx_[1 - cur].data(), in);
+    BigGemm('m', false, false, R_, in, 4 * H, 1.0f, dz_[l].data(), 4 * H, wxpt_[l].data(), in, 0.0f,
+            dx_[1 - cur].data(), in);
     cur = 1 - cur;
     ClipLayerNorms(l, norm2.data());
   }
