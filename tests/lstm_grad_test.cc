@@ -10,6 +10,7 @@
 
 #include "backend/cpu/buffer.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/dropout.h"
 #include "model/network.h"
 #include "util/rng.h"
 
@@ -427,6 +428,22 @@ TEST(Reproducibility, ThreadCountsAgreeToRounding) {
   std::vector<float> g2 = Grads(*be);
   EXPECT_NEAR(s1.loss_sum, s2.loss_sum, 1e-5 * s1.loss_sum);
   for (size_t i = 0; i < g1.size(); ++i) ASSERT_NEAR(g1[i], g2[i], 1e-6 + 1e-4 * std::abs(g1[i]));
+}
+
+TEST(Dropout, VectorMaskEqualsScalarPhiloxStream) {
+  for (size_t n :
+       {size_t(1), size_t(2), size_t(127), size_t(128), size_t(129), size_t(1001), size_t(16384)}) {
+    for (uint64_t seed : {uint64_t(0), uint64_t(42), uint64_t(0x123456789abcdefULL)}) {
+      std::vector<uint8_t> a(n), b(n);
+      cpu::DrawKeepMask(seed, 2, 77, 0.2f, a.data(), n);
+      cpu::DrawKeepMaskReference(seed, 2, 77, 0.2f, b.data(), n);
+      ASSERT_EQ(a, b) << "n=" << n << " seed=" << seed;
+    }
+  }
+  std::vector<uint8_t> m(1 << 20);
+  cpu::DrawKeepMask(9, 1, 3, 0.2f, m.data(), m.size());
+  double keep = std::accumulate(m.begin(), m.end(), 0.0) / m.size();
+  EXPECT_NEAR(keep, 0.8, 0.002);
 }
 
 TEST(TrainBackend, RejectsBadBatches) {

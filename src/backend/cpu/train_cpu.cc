@@ -1,5 +1,6 @@
 // CPU training backend: see the equations and policies in cpu_backend.h.
 #include <omp.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,6 +13,7 @@
 
 #include "backend/cpu/buffer.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/dropout.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/vmath.h"
 #include "util/rng.h"
@@ -21,8 +23,9 @@ namespace ds {
 namespace cpu {
 namespace {
 
-// Wall-clock seconds per phase of Step, printed to stderr when the backend is
-// destroyed if DATASYNTH_CPU_PROFILE is set (for bench/ and tuning).
+// Seconds per phase of Step, printed to stderr when the backend is destroyed if
+// DATASYNTH_CPU_PROFILE is set (for bench/ and tuning): wall clock, or process
+// CPU time with DATASYNTH_CPU_PROFILE=cpu (robust on a loaded machine).
 enum Phase {
   kEmbed,
   kFwdGemm,
@@ -47,7 +50,11 @@ double Now() {
 
 class Profile {
  public:
-  Profile() : on_(std::getenv("DATASYNTH_CPU_PROFILE") != nullptr) {}
+  Profile() {
+    const char* e = std::getenv("DATASYNTH_CPU_PROFILE");
+    on_ = e != nullptr;
+    cpu_ = on_ && std::string(e) == "cpu";
+  }
   ~Profile() {
     if (!on_ || steps_ == 0) return;
     double total = 0;
@@ -60,18 +67,24 @@ class Profile {
   }
   // Starts timing; Mark(p) charges the time since the last mark to p.
   void Start() {
-    if (on_) t_ = Now();
+    if (on_) t_ = Clock();
   }
   void Mark(Phase p) {
     if (!on_) return;
-    const double n = Now();
+    const double n = Clock();
     sec_[p] += n - t_;
     t_ = n;
   }
   void CountStep() { ++steps_; }
 
  private:
-  bool on_;
+  double Clock() const {
+    if (!cpu_) return Now();
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+  }
+  bool on_ = false, cpu_ = false;
   int64_t steps_ = 0;
   double t_ = 0;
   double sec_[kNumPhases] = {};
@@ -80,20 +93,6 @@ class Profile {
 // Unit block of the internal gate permutation: 16 units (one AVX-512 vector per
 // gate) when H allows, else the whole layer is one block.
 int UnitBlock(int h) { return h % 16 == 0 ? 16 : h; }
-
-// Inverted-dropout mask for site `site` and timestep t: n = B * width bytes,
-// 1 = keep.
-void DrawMask(uint64_t seed, int site, int t, float rate, uint8_t* mask, size_t n) {
-  Philox rng(seed, (uint64_t(site) << 32) | uint32_t(t));
-  const uint32_t thr = uint32_t(std::lround(double(rate) * 65536.0));
-  size_t i = 0;
-  for (; i + 1 < n; i += 2) {
-    uint32_t r = rng.NextU32();
-    mask[i] = (r & 0xFFFFu) >= thr;
-    mask[i + 1] = (r >> 16) >= thr;
-  }
-  if (i < n) mask[i] = (rng.NextU32() & 0xFFFFu) >= thr;
-}
 
 // dst [cols, rows] = src [rows, cols]^T, in 16 x 16 tiles.
 void Transpose(const float* src, int rows, int cols, float* dst) {
@@ -121,6 +120,7 @@ class TrainImpl final : public CpuTrainBackend {
     opt_m_.Zero();
     opt_v_.Zero();
     x0_.Resize(R * E);
+    wdt_.Resize(size_t(V) * H);
     for (int l = 0; l < L; ++l) {
       const int in = layout_.layers[l].in;
       wxp_.emplace_back(size_t(in) * 4 * H);
@@ -249,6 +249,7 @@ class TrainImpl final : public CpuTrainBackend {
   std::vector<Buffer<float>> wxp_;     // per layer [In, 4H] Wx, gate columns permuted
   std::vector<Buffer<float>> whp_;     // per layer [H, 4H]
   std::vector<Buffer<float>> wxpt_;    // per layer [4H, In] = wxp^T (dX = dZ wxpt: a plain NN GEMM)
+  Buffer<float> wdt_;                  // [V, H] = Wd^T (dX = dlogits wdt: a plain NN GEMM)
   std::vector<Buffer<float>> whpt_;    // per layer [4H, H] = whp^T (per-step dz whpt)
   std::vector<Buffer<float>> bp_;      // per layer [4H]
   Buffer<float> x0_;                   // [R, Emb] dropout(E[tok]), time-major rows
@@ -312,6 +313,7 @@ void TrainImpl::RefreshPermuted() {
     Transpose(wxp_[l].data(), L.in, 4 * H, wxpt_[l].data());
     Transpose(whp_[l].data(), H, 4 * H, whpt_[l].data());
   }
+  Transpose(params_.data() + layout_.dense_w, H, spec_.vocab_size, wdt_.data());
   perm_dirty_ = false;
 }
 
@@ -332,7 +334,7 @@ void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
 #pragma omp parallel for num_threads(nt_) schedule(static)
   for (int t = 0; t < T; ++t) {
     uint8_t* m = dropout_on_ ? mask_[0].data() + size_t(t) * B * E : nullptr;
-    if (m) DrawMask(seed, 0, t, spec_.dropout_rate, m, size_t(B) * E);
+    if (m) DrawKeepMask(seed, 0, t, spec_.dropout_rate, m, size_t(B) * E);
     for (int b = 0; b < B; ++b) {
       const float* src = emb + size_t(batch.inputs[size_t(b) * T + t]) * E;
       float* dst = x0_.data() + (size_t(t) * B + b) * E;
@@ -358,7 +360,7 @@ void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
       for (int t = 0; t < T; ++t) {
         const size_t off = size_t(t) * B * H, n = size_t(B) * H;
         uint8_t* m = mask_[l + 1].data() + off;
-        DrawMask(seed, l + 1, t, spec_.dropout_rate, m, n);
+        DrawKeepMask(seed, l + 1, t, spec_.dropout_rate, m, n);
         const float* src = h_[l].data() + off;
         float* dst = xd_[l].data() + off;
 #pragma omp simd
@@ -661,7 +663,8 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
 #pragma omp simd
           for (int v = 0; v < V; ++v) db[v] += xr[v];
         }
-        SgemmSerial(false, true, n, H, V, 1.0f, x, V, wd, V, 0.0f, dxd + size_t(r) * H, H);
+        SgemmSerial(false, false, n, H, V, 1.0f, x, V, wdt_.data(), H, 0.0f, dxd + size_t(r) * H,
+                    H);
         first = false;
       }
     }
@@ -735,7 +738,8 @@ StepStats TrainImpl::DenseClipNorms(const Batch& batch, float* dxd, double* norm
       st.count += w;
     }
     per[b] = st;
-    SgemmSerial(false, true, T, H, V, 1.0f, x, V, wd, V, 0.0f, dxd + size_t(b) * H, B * H);
+    SgemmSerial(false, false, T, H, V, 1.0f, x, V, wdt_.data(), H, 0.0f, dxd + size_t(b) * H,
+                B * H);
     SgemmSerial(false, true, T, T, H, 1.0f, xd + size_t(b) * H, B * H, xd + size_t(b) * H, B * H,
                 0.0f, ga, T);
     SgemmSerial(false, true, T, T, V, 1.0f, x, V, x, V, 0.0f, gd, T);
