@@ -36,6 +36,7 @@ class InferImpl final : public CpuInferBackend {
     }
     z_.Resize(size_t(slots) * 4 * H);
     xlast_.Resize(size_t(slots) * H);
+    tc_.Resize(size_t(slots) * H);
   }
 
   const NetworkSpec& spec() const override { return spec_; }
@@ -65,6 +66,7 @@ class InferImpl final : public CpuInferBackend {
   std::vector<Buffer<float>> xh_;  // per layer [slots, In + H] gathered [x, h_prev] rows
   std::vector<bool> fused_;        // Wh follows Wx contiguously: one GEMM with K = In + H
   Buffer<float> z_;                // [slots, 4H] gate pre-activations
+  Buffer<float> tc_;               // [slots, H] tanh(c) scratch
   Buffer<float> xlast_;            // [slots, H] top layer output, dense input
 };
 
@@ -106,22 +108,13 @@ void InferImpl::Step(const int* slot_ids, const int32_t* tokens, int n, float* l
     const int next_ld = l + 1 < L ? layout_.layers[l + 1].in + H : H;
 #pragma omp parallel for num_threads(nt) if (par) schedule(static)
     for (int i = 0; i < n; ++i) {
-      const float* zr = z + size_t(i) * H4;
       float* c = cs + size_t(slot_ids[i]) * H;
       float* h = hs + size_t(slot_ids[i]) * H;
       float* x = next + size_t(i) * next_ld;
-#pragma omp simd
-      for (int u = 0; u < H; ++u) {
-        float ig = FastSigmoid(zr[u] + bias[u]);
-        float fg = FastSigmoid(zr[H + u] + bias[H + u]);
-        float gg = FastTanh(zr[2 * H + u] + bias[2 * H + u]);
-        float og = FastSigmoid(zr[3 * H + u] + bias[3 * H + u]);
-        float cn = fg * c[u] + ig * gg;
-        float hn = og * FastTanh(cn);
-        c[u] = cn;
-        h[u] = hn;
-        x[u] = hn;
-      }
+      LstmCell(H, z + size_t(i) * H4, z + size_t(i) * H4 + H, z + size_t(i) * H4 + 2 * H,
+               z + size_t(i) * H4 + 3 * H, bias, bias + H, bias + 2 * H, bias + 3 * H, c, c,
+               tc_.data() + size_t(i) * H, h);
+      std::memcpy(x, h, H * sizeof(float));
     }
   }
   const float* bd = params_ + layout_.dense_b;

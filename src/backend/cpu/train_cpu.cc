@@ -401,22 +401,8 @@ void TrainImpl::RecurrenceForward(int l) {
           float* cr = cbuf + row * H + k * ub;
           float* tcr = tcbuf + row * H + k * ub;
           float* hr = hbuf + row * H + k * ub;
-#pragma omp simd
-          for (int u = 0; u < ub; ++u) {
-            float i = FastSigmoid(zr[u] + bb[u]);
-            float f = FastSigmoid(zr[ub + u] + bb[ub + u]);
-            float g = FastTanh(zr[2 * ub + u] + bb[2 * ub + u]);
-            float o = FastSigmoid(zr[3 * ub + u] + bb[3 * ub + u]);
-            float c = f * cp[u] + i * g;
-            float tch = FastTanh(c);
-            zr[u] = i;
-            zr[ub + u] = f;
-            zr[2 * ub + u] = g;
-            zr[3 * ub + u] = o;
-            cr[u] = c;
-            tcr[u] = tch;
-            hr[u] = o * tch;
-          }
+          LstmCell(ub, zr, zr + ub, zr + 2 * ub, zr + 3 * ub, bb, bb + ub, bb + 2 * ub, bb + 3 * ub,
+                   cp, cr, tcr, hr);
         }
       }
 #pragma omp barrier
