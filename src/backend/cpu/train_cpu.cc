@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "backend/cpu/barrier.h"
 #include "backend/cpu/buffer.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/dropout.h"
@@ -27,6 +28,7 @@ namespace {
 // DATASYNTH_CPU_PROFILE is set (for bench/ and tuning): wall clock, or process
 // CPU time with DATASYNTH_CPU_PROFILE=cpu (robust on a loaded machine).
 enum Phase {
+  kRefresh,
   kEmbed,
   kFwdGemm,
   kFwdRec,
@@ -41,8 +43,8 @@ enum Phase {
   kNumPhases
 };
 const char* const kPhaseNames[kNumPhases] = {
-    "embed+mask0", "fwd x*Wx", "fwd recurrence", "dropout masks", "dense+softmax", "bwd recurrence",
-    "bwd dX",      "bwd dW",   "embedding grad", "clip norms",    "optimizer"};
+    "weight copies",  "embed+mask0", "fwd x*Wx", "fwd recurrence", "dropout masks", "dense+softmax",
+    "bwd recurrence", "bwd dX",      "bwd dW",   "embedding grad", "clip norms",    "optimizer"};
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -101,6 +103,16 @@ void Transpose(const float* src, int rows, int cols, float* dst) {
       for (int r = r0; r < std::min(rows, r0 + 16); ++r)
         for (int c = c0; c < std::min(cols, c0 + 16); ++c)
           dst[size_t(c) * rows + r] = src[size_t(r) * cols + c];
+}
+
+// One barrier per timestep of the recurrence: the yielding SpinBarrier when the
+// team has the planned size, else (OpenMP gave fewer threads) an OpenMP one.
+inline void StepBarrier(SpinBarrier& barrier, int team, int planned) {
+  if (team == planned) {
+    barrier.Wait();
+  } else {
+#pragma omp barrier
+  }
 }
 
 class TrainImpl final : public CpuTrainBackend {
@@ -381,6 +393,7 @@ void TrainImpl::RecurrenceForward(int l) {
   const float* whp = whp_[l].data();
   const float* bp = bp_[l].data();
   const float* zeros = zeros_.data();
+  SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
   {
     const int j = omp_get_thread_num(), nj = omp_get_num_threads();
@@ -405,7 +418,7 @@ void TrainImpl::RecurrenceForward(int l) {
                    cp, cr, tcr, hr);
         }
       }
-#pragma omp barrier
+      StepBarrier(barrier, nj, ntr);
     }
   }
 }
@@ -427,6 +440,7 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
   float* db = bscratch_.data();
   const float* zeros = zeros_.data();
   const uint8_t* ones = ones_.data();
+  SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
   {
     const int j = omp_get_thread_num(), nj = omp_get_num_threads();
@@ -483,7 +497,7 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
           }
         }
       }
-#pragma omp barrier
+      StepBarrier(barrier, nj, ntr);
     }
   }
 }
@@ -863,9 +877,10 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
   R_ = B_ * T_;
   nt_ = Threads();
   dropout_on_ = train && spec_.dropout_rate > 0;
-  RefreshPermuted();
   prof_.Start();
   if (train) prof_.CountStep();
+  RefreshPermuted();
+  prof_.Mark(kRefresh);
   Forward(batch, dropout_seed);
   const int L = spec_.num_layers, E = spec_.embedding_dim, H = spec_.rnn_units;
   if (!train) return DenseStage(batch, false, 0, nullptr, nullptr);
