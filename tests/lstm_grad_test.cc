@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <vector>
 
 #include "backend/cpu/buffer.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/dropout.h"
 #include "model/network.h"
 #include "util/rng.h"
 
@@ -366,6 +368,35 @@ void InferMatchesTraining(int H, int threads) {
 TEST(Inference, StepEqualsTrainingForward) { InferMatchesTraining(4, 1); }
 TEST(Inference, StepEqualsTrainingForwardBlockedTwoThreads) { InferMatchesTraining(48, 2); }
 
+TEST(Inference, RowSplitAcrossThreadsMatchesOneThread) {
+  NetworkSpec spec = SmallSpec(0.0f, 32);
+  spec.vocab_size = 13;
+  const int slots = 24, V = spec.vocab_size;
+  ParamLayout lay = ParamLayout::For(spec);
+  cpu::Buffer<float> params(lay.total);
+  std::vector<float> w = RandomParams(spec, 8);
+  std::memcpy(params.data(), w.data(), w.size() * sizeof(float));
+  auto one = cpu::NewCpuInferBackend(spec, params.data(), slots, 1);
+  auto two = cpu::NewCpuInferBackend(spec, params.data(), slots, 2);
+  std::vector<int> ids(20);
+  std::vector<int32_t> tok(20);
+  std::vector<float> a(20 * V), b(20 * V);
+  for (int step = 0; step < 4; ++step) {
+    for (int i = 0; i < 20; ++i) {
+      ids[i] = (7 * i + step) % slots;  // a different subset and order each step
+      tok[i] = (i * 5 + step) % V;
+    }
+    one->Step(ids.data(), tok.data(), 20, a.data());
+    two->Step(ids.data(), tok.data(), 20, b.data());
+    for (int k = 0; k < 20 * V; ++k) ASSERT_NEAR(a[k], b[k], 1e-5) << step << " " << k;
+  }
+  int dup[2] = {3, 3};
+  int32_t dtok[2] = {1, 2};
+  EXPECT_THROW(two->Step(dup, dtok, 2, a.data()), Error);
+  int bad = slots;
+  EXPECT_THROW(two->Step(&bad, dtok, 1, a.data()), Error);
+}
+
 TEST(Inference, LossFromForwardLogitsMatchesStep) {
   NetworkSpec spec = SmallSpec(0.0f, 16);
   const int B = 3, T = 5, V = spec.vocab_size;
@@ -427,6 +458,41 @@ TEST(Reproducibility, ThreadCountsAgreeToRounding) {
   std::vector<float> g2 = Grads(*be);
   EXPECT_NEAR(s1.loss_sum, s2.loss_sum, 1e-5 * s1.loss_sum);
   for (size_t i = 0; i < g1.size(); ++i) ASSERT_NEAR(g1[i], g2[i], 1e-6 + 1e-4 * std::abs(g1[i]));
+}
+
+TEST(Dropout, VectorMaskEqualsScalarPhiloxStream) {
+  for (size_t n :
+       {size_t(1), size_t(2), size_t(127), size_t(128), size_t(129), size_t(1001), size_t(16384)}) {
+    for (uint64_t seed : {uint64_t(0), uint64_t(42), uint64_t(0x123456789abcdefULL)}) {
+      std::vector<uint8_t> a(n), b(n);
+      cpu::DrawKeepMask(seed, 2, 77, 0.2f, a.data(), n);
+      cpu::DrawKeepMaskReference(seed, 2, 77, 0.2f, b.data(), n);
+      ASSERT_EQ(a, b) << "n=" << n << " seed=" << seed;
+    }
+  }
+  std::vector<uint8_t> m(1 << 20);
+  cpu::DrawKeepMask(9, 1, 3, 0.2f, m.data(), m.size());
+  double keep = std::accumulate(m.begin(), m.end(), 0.0) / m.size();
+  EXPECT_NEAR(keep, 0.8, 0.002);
+}
+
+TEST(Reproducibility, LibraryThreadedGemmsAgreeWithSplitGemms) {
+  NetworkSpec spec = SmallSpec(0.25f, 32);
+  const int B = 6, T = 8;
+  std::vector<float> w = RandomParams(spec, 5);
+  Batch batch = RandomBatch(B, T, spec.vocab_size, 6, true);
+  std::vector<float> g[2];
+  for (int lib = 0; lib < 2; ++lib) {
+    if (lib) setenv("DATASYNTH_CPU_GEMM_SPLIT", "0", 1);
+    auto be = cpu::NewCpuTrainBackend(spec, B, T);
+    unsetenv("DATASYNTH_CPU_GEMM_SPLIT");
+    be->SetThreads(2);
+    be->SetParams(w.data());
+    be->Step(batch, true, 42);
+    g[lib] = Grads(*be);
+  }
+  for (size_t i = 0; i < g[0].size(); ++i)
+    ASSERT_NEAR(g[0][i], g[1][i], 1e-6 + 1e-4 * std::abs(g[0][i])) << i;
 }
 
 TEST(TrainBackend, RejectsBadBatches) {

@@ -24,8 +24,15 @@
 // unit blocks of `ub` units ([block][gate i,f,g,o][unit]), so that each thread
 // of the recurrence owns a contiguous column range holding all four gates of
 // its units: one single-threaded GEMM plus the cell update per thread and step,
-// one barrier per step, and Wh's slice stays in that core's L2. Gradients are
-// permuted back into the standard layout of ParamLayout.
+// one barrier per step (a yielding SpinBarrier, see barrier.h), and Wh's slice
+// stays in that core's L2. Gradients are permuted back into the standard
+// layout of ParamLayout. Transposed copies of the permuted Wx, Wh and of Wd are
+// refreshed with the weights so that every backward GEMM is a plain NN GEMM
+// (measured faster than the transposed-B form, bench/gemm_bench.cc). The big
+// GEMMs over all timesteps are split by rows or columns into one serial GEMM
+// per thread (DATASYNTH_CPU_GEMM_SPLIT=0: the library's threading instead).
+// DATASYNTH_CPU_PROFILE=1 (wall) or =cpu (CPU time) prints time per phase to
+// stderr when the backend is destroyed.
 //
 // Dropout (train only, rate p > 0): inverted dropout, keep with probability
 // 1 - p and scale by 1 / (1 - p). Site s (0 = embedding output, l + 1 = output
@@ -48,6 +55,10 @@
 //    all weights 1 and a clip that never binds, grads / B equals the unclipped
 //    gradient. The dense logits are computed twice on this path (norm pass and
 //    gradient pass) instead of keeping [R, V] dlogits.
+//
+// Threads: SetThreads(n), or omp_get_max_threads() at each Step. Workspaces
+// are allocated at construction for max_batch x max_steps (per-thread dense
+// scratch on the first Step at a given thread count), not per step.
 //
 // Determinism: for a given thread count, Step is bitwise reproducible
 // (static work partitions, reductions in a fixed order, oneDNN GEMMs).

@@ -3,6 +3,7 @@
 #include <dnnl.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -89,6 +90,34 @@ void SgemmThreads(int threads, bool trans_a, bool trans_b, int m, int n, int k, 
 #endif
   Sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   omp_set_num_threads(saved);
+}
+
+void SgemmSplit(int threads, char split, bool trans_a, bool trans_b, int m, int n, int k,
+                float alpha, const float* a, int lda, const float* b, int ldb, float beta, float* c,
+                int ldc) {
+  const int dim = split == 'm' ? m : n;
+  const int nt = std::max(1, std::min(threads, dim / 16));
+  if (nt == 1) {
+    SgemmSerial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+#pragma omp parallel num_threads(nt)
+  {
+    const int j = omp_get_thread_num(), nj = omp_get_num_threads();
+    const int blocks = (dim + 15) / 16;
+    const int lo = std::min(dim, blocks * j / nj * 16),
+              hi = std::min(dim, blocks * (j + 1) / nj * 16);
+    if (hi > lo) {
+      if (split == 'm') {
+        const float* aj = trans_a ? a + lo : a + size_t(lo) * lda;
+        SgemmSerial(trans_a, trans_b, hi - lo, n, k, alpha, aj, lda, b, ldb, beta,
+                    c + size_t(lo) * ldc, ldc);
+      } else {
+        const float* bj = trans_b ? b + size_t(lo) * ldb : b + lo;
+        SgemmSerial(trans_a, trans_b, m, hi - lo, k, alpha, a, lda, bj, ldb, beta, c + lo, ldc);
+      }
+    }
+  }
 }
 
 }  // namespace ds::cpu

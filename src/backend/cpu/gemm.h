@@ -42,4 +42,13 @@ void SgemmSerial(bool trans_a, bool trans_b, int m, int n, int k, float alpha, c
 void SgemmThreads(int threads, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                   const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
 
+// Same, split by us into `threads` independent serial GEMMs over column blocks
+// of C (split = 'n', boundaries on multiples of 16) or row blocks (split = 'm'),
+// run in one OpenMP parallel region. No reduction, so the result does not depend
+// on the thread count. For shapes where the library's own threading scales
+// badly on few cores (measured in bench/gemm_bench.cc).
+void SgemmSplit(int threads, char split, bool trans_a, bool trans_b, int m, int n, int k,
+                float alpha, const float* a, int lda, const float* b, int ldb, float beta, float* c,
+                int ldc);
+
 }  // namespace ds::cpu

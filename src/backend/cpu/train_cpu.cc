@@ -1,15 +1,20 @@
 // CPU training backend: see the equations and policies in cpu_backend.h.
 #include <omp.h>
+#include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
 
+#include "backend/cpu/barrier.h"
 #include "backend/cpu/buffer.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/dropout.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/vmath.h"
 #include "util/rng.h"
@@ -19,22 +24,95 @@ namespace ds {
 namespace cpu {
 namespace {
 
+// Seconds per phase of Step, printed to stderr when the backend is destroyed if
+// DATASYNTH_CPU_PROFILE is set (for bench/ and tuning): wall clock, or process
+// CPU time with DATASYNTH_CPU_PROFILE=cpu (robust on a loaded machine).
+enum Phase {
+  kRefresh,
+  kEmbed,
+  kFwdGemm,
+  kFwdRec,
+  kDropout,
+  kDense,
+  kBwdRec,
+  kBwdDx,
+  kBwdDw,
+  kEmbGrad,
+  kClip,
+  kOptimizer,
+  kNumPhases
+};
+const char* const kPhaseNames[kNumPhases] = {
+    "weight copies",  "embed+mask0", "fwd x*Wx", "fwd recurrence", "dropout masks", "dense+softmax",
+    "bwd recurrence", "bwd dX",      "bwd dW",   "embedding grad", "clip norms",    "optimizer"};
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+class Profile {
+ public:
+  Profile() {
+    const char* e = std::getenv("DATASYNTH_CPU_PROFILE");
+    on_ = e != nullptr;
+    cpu_ = on_ && std::string(e) == "cpu";
+  }
+  ~Profile() {
+    if (!on_ || steps_ == 0) return;
+    double total = 0;
+    for (double s : sec_) total += s;
+    std::fprintf(stderr, "cpu backend profile, %ld train steps (ms per step):\n", long(steps_));
+    for (int i = 0; i < kNumPhases; ++i)
+      std::fprintf(stderr, "  %-16s %8.2f  %5.1f%%\n", kPhaseNames[i], 1e3 * sec_[i] / steps_,
+                   100 * sec_[i] / total);
+    std::fprintf(stderr, "  %-16s %8.2f\n", "total", 1e3 * total / steps_);
+  }
+  // Starts timing; Mark(p) charges the time since the last mark to p.
+  void Start() {
+    if (on_) t_ = Clock();
+  }
+  void Mark(Phase p) {
+    if (!on_) return;
+    const double n = Clock();
+    sec_[p] += n - t_;
+    t_ = n;
+  }
+  void CountStep() { ++steps_; }
+
+ private:
+  double Clock() const {
+    if (!cpu_) return Now();
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+  }
+  bool on_ = false, cpu_ = false;
+  int64_t steps_ = 0;
+  double t_ = 0;
+  double sec_[kNumPhases] = {};
+};
+
 // Unit block of the internal gate permutation: 16 units (one AVX-512 vector per
 // gate) when H allows, else the whole layer is one block.
 int UnitBlock(int h) { return h % 16 == 0 ? 16 : h; }
 
-// Inverted-dropout mask for site `site` and timestep t: n = B * width bytes,
-// 1 = keep.
-void DrawMask(uint64_t seed, int site, int t, float rate, uint8_t* mask, size_t n) {
-  Philox rng(seed, (uint64_t(site) << 32) | uint32_t(t));
-  const uint32_t thr = uint32_t(std::lround(double(rate) * 65536.0));
-  size_t i = 0;
-  for (; i + 1 < n; i += 2) {
-    uint32_t r = rng.NextU32();
-    mask[i] = (r & 0xFFFFu) >= thr;
-    mask[i + 1] = (r >> 16) >= thr;
+// dst [cols, rows] = src [rows, cols]^T, in 16 x 16 tiles.
+void Transpose(const float* src, int rows, int cols, float* dst) {
+  for (int r0 = 0; r0 < rows; r0 += 16)
+    for (int c0 = 0; c0 < cols; c0 += 16)
+      for (int r = r0; r < std::min(rows, r0 + 16); ++r)
+        for (int c = c0; c < std::min(cols, c0 + 16); ++c)
+          dst[size_t(c) * rows + r] = src[size_t(r) * cols + c];
+}
+
+// One barrier per timestep of the recurrence: the yielding SpinBarrier when the
+// team has the planned size, else (OpenMP gave fewer threads) an OpenMP one.
+inline void StepBarrier(SpinBarrier& barrier, int team, int planned) {
+  if (team == planned) {
+    barrier.Wait();
+  } else {
+#pragma omp barrier
   }
-  if (i < n) mask[i] = (rng.NextU32() & 0xFFFFu) >= thr;
 }
 
 class TrainImpl final : public CpuTrainBackend {
@@ -54,10 +132,13 @@ class TrainImpl final : public CpuTrainBackend {
     opt_m_.Zero();
     opt_v_.Zero();
     x0_.Resize(R * E);
+    wdt_.Resize(size_t(V) * H);
     for (int l = 0; l < L; ++l) {
       const int in = layout_.layers[l].in;
       wxp_.emplace_back(size_t(in) * 4 * H);
       whp_.emplace_back(size_t(H) * 4 * H);
+      wxpt_.emplace_back(size_t(in) * 4 * H);
+      whpt_.emplace_back(size_t(H) * 4 * H);
       bp_.emplace_back(size_t(4) * H);
       gates_.emplace_back(R * 4 * H);
       c_.emplace_back(R * H);
@@ -127,6 +208,17 @@ class TrainImpl final : public CpuTrainBackend {
   }
 
  private:
+  // The big GEMMs over all timesteps: split by us into per-thread serial GEMMs
+  // along `split` (default, measured faster on 2 cores) or, with
+  // DATASYNTH_CPU_GEMM_SPLIT=0, threaded by the library.
+  void BigGemm(char split, bool ta, bool tb, int m, int n, int k, float alpha, const float* a,
+               int lda, const float* b, int ldb, float beta, float* c, int ldc) const {
+    if (split_big_gemms_) {
+      SgemmSplit(nt_, split, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    } else {
+      SgemmThreads(nt_, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
+  }
   int Threads() const { return threads_ > 0 ? threads_ : std::max(1, omp_get_max_threads()); }
   void Validate(const Batch& batch) const;
   float W(const Batch& batch, int b, int t) const {
@@ -159,11 +251,18 @@ class TrainImpl final : public CpuTrainBackend {
   int B_ = 0, T_ = 0, R_ = 0, nt_ = 1;
   bool dropout_on_ = false;
   bool perm_dirty_ = true;
+  const bool split_big_gemms_ = [] {
+    const char* e = std::getenv("DATASYNTH_CPU_GEMM_SPLIT");
+    return !(e && std::string(e) == "0");
+  }();
 
   Buffer<float> params_, grads_;       // [total] ParamLayout
   Buffer<float> opt_m_, opt_v_;        // [total] optimizer slots
   std::vector<Buffer<float>> wxp_;     // per layer [In, 4H] Wx, gate columns permuted
   std::vector<Buffer<float>> whp_;     // per layer [H, 4H]
+  std::vector<Buffer<float>> wxpt_;    // per layer [4H, In] = wxp^T (dX = dZ wxpt: a plain NN GEMM)
+  Buffer<float> wdt_;                  // [V, H] = Wd^T (dX = dlogits wdt: a plain NN GEMM)
+  std::vector<Buffer<float>> whpt_;    // per layer [4H, H] = whp^T (per-step dz whpt)
   std::vector<Buffer<float>> bp_;      // per layer [4H]
   Buffer<float> x0_;                   // [R, Emb] dropout(E[tok]), time-major rows
   std::vector<Buffer<float>> gates_;   // per layer [R, 4H] permuted; x Wx, then activated i,f,g,o
@@ -185,6 +284,7 @@ class TrainImpl final : public CpuTrainBackend {
   std::vector<Buffer<float>> dense_dw_;      // per thread [H, V] (thread 0: grads)
   std::vector<Buffer<float>> dense_db_;      // per thread [V]
   std::vector<Buffer<float>> gram_;          // per thread [3, T, T] Gram scratch
+  Profile prof_;
 };
 
 void TrainImpl::Validate(const Batch& batch) const {
@@ -222,7 +322,10 @@ void TrainImpl::RefreshPermuted() {
     permute(params_.data() + L.wx, L.in, wxp_[l].data());
     permute(params_.data() + L.wh, H, whp_[l].data());
     permute(params_.data() + L.b, 1, bp_[l].data());
+    Transpose(wxp_[l].data(), L.in, 4 * H, wxpt_[l].data());
+    Transpose(whp_[l].data(), H, 4 * H, whpt_[l].data());
   }
+  Transpose(params_.data() + layout_.dense_w, H, spec_.vocab_size, wdt_.data());
   perm_dirty_ = false;
 }
 
@@ -243,7 +346,7 @@ void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
 #pragma omp parallel for num_threads(nt_) schedule(static)
   for (int t = 0; t < T; ++t) {
     uint8_t* m = dropout_on_ ? mask_[0].data() + size_t(t) * B * E : nullptr;
-    if (m) DrawMask(seed, 0, t, spec_.dropout_rate, m, size_t(B) * E);
+    if (m) DrawKeepMask(seed, 0, t, spec_.dropout_rate, m, size_t(B) * E);
     for (int b = 0; b < B; ++b) {
       const float* src = emb + size_t(batch.inputs[size_t(b) * T + t]) * E;
       float* dst = x0_.data() + (size_t(t) * B + b) * E;
@@ -256,22 +359,26 @@ void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
       }
     }
   }
+  prof_.Mark(kEmbed);
   for (int l = 0; l < spec_.num_layers; ++l) {
     const int in = layout_.layers[l].in;
-    SgemmThreads(nt_, false, false, R_, 4 * H, in, 1.0f, LayerInput(l), in, wxp_[l].data(), 4 * H,
-                 0.0f, gates_[l].data(), 4 * H);
+    BigGemm('m', false, false, R_, 4 * H, in, 1.0f, LayerInput(l), in, wxp_[l].data(), 4 * H, 0.0f,
+            gates_[l].data(), 4 * H);
+    prof_.Mark(kFwdGemm);
     RecurrenceForward(l);
+    prof_.Mark(kFwdRec);
     if (dropout_on_) {
 #pragma omp parallel for num_threads(nt_) schedule(static)
       for (int t = 0; t < T; ++t) {
         const size_t off = size_t(t) * B * H, n = size_t(B) * H;
         uint8_t* m = mask_[l + 1].data() + off;
-        DrawMask(seed, l + 1, t, spec_.dropout_rate, m, n);
+        DrawKeepMask(seed, l + 1, t, spec_.dropout_rate, m, n);
         const float* src = h_[l].data() + off;
         float* dst = xd_[l].data() + off;
 #pragma omp simd
         for (size_t i = 0; i < n; ++i) dst[i] = src[i] * (float(m[i]) * keep_scale);
       }
+      prof_.Mark(kDropout);
     }
   }
 }
@@ -286,6 +393,7 @@ void TrainImpl::RecurrenceForward(int l) {
   const float* whp = whp_[l].data();
   const float* bp = bp_[l].data();
   const float* zeros = zeros_.data();
+  SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
   {
     const int j = omp_get_thread_num(), nj = omp_get_num_threads();
@@ -306,25 +414,11 @@ void TrainImpl::RecurrenceForward(int l) {
           float* cr = cbuf + row * H + k * ub;
           float* tcr = tcbuf + row * H + k * ub;
           float* hr = hbuf + row * H + k * ub;
-#pragma omp simd
-          for (int u = 0; u < ub; ++u) {
-            float i = FastSigmoid(zr[u] + bb[u]);
-            float f = FastSigmoid(zr[ub + u] + bb[ub + u]);
-            float g = FastTanh(zr[2 * ub + u] + bb[2 * ub + u]);
-            float o = FastSigmoid(zr[3 * ub + u] + bb[3 * ub + u]);
-            float c = f * cp[u] + i * g;
-            float tch = FastTanh(c);
-            zr[u] = i;
-            zr[ub + u] = f;
-            zr[2 * ub + u] = g;
-            zr[3 * ub + u] = o;
-            cr[u] = c;
-            tcr[u] = tch;
-            hr[u] = o * tch;
-          }
+          LstmCell(ub, zr, zr + ub, zr + 2 * ub, zr + 3 * ub, bb, bb + ub, bb + 2 * ub, bb + 3 * ub,
+                   cp, cr, tcr, hr);
         }
       }
-#pragma omp barrier
+      StepBarrier(barrier, nj, ntr);
     }
   }
 }
@@ -337,7 +431,7 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
   const float* gates = gates_[l].data();
   const float* cbuf = c_[l].data();
   const float* tcbuf = tc_[l].data();
-  const float* whp = whp_[l].data();
+  const float* whpt = whpt_[l].data();
   const uint8_t* mask = dropout_on_ ? mask_[l + 1].data() : nullptr;
   const float keep_scale = dropout_on_ ? 1.0f / (1.0f - spec_.dropout_rate) : 1.0f;
   float* dz = dz_[l].data();
@@ -346,6 +440,7 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
   float* db = bscratch_.data();
   const float* zeros = zeros_.data();
   const uint8_t* ones = ones_.data();
+  SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
   {
     const int j = omp_get_thread_num(), nj = omp_get_num_threads();
@@ -359,9 +454,9 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
     for (int t = T - 1; t >= 0; --t) {
       float* dzt = dz + size_t(t) * B * H4;  // [B, 4H]
       if (t < T - 1 && nu > 0) {
-        // dhrec[:, u0:u0+nu] = dz_{t+1} [B, 4H] x Whp[u0:u0+nu, :]^T
-        SgemmSerial(false, true, B, nu, H4, 1.0f, dzt + size_t(B) * H4, H4, whp + size_t(u0) * H4,
-                    H4, 0.0f, dhrec + u0, H);
+        // dhrec[:, u0:u0+nu] = dz_{t+1} [B, 4H] x whpt[:, u0:u0+nu]
+        SgemmSerial(false, false, B, nu, H4, 1.0f, dzt + size_t(B) * H4, H4, whpt + u0, H, 0.0f,
+                    dhrec + u0, H);
       }
       for (int b = 0; b < B; ++b) {
         const size_t row = size_t(t) * B + b;
@@ -402,7 +497,7 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
           }
         }
       }
-#pragma omp barrier
+      StepBarrier(barrier, nj, ntr);
     }
   }
 }
@@ -414,14 +509,14 @@ void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum) {
   const auto& Ly = layout_.layers[l];
   float* g = grads_.data();
   if (T > 1) {
-    SgemmThreads(nt_, true, false, H, H4, (T - 1) * B, 1.0f, h_[l].data(), H,
-                 dz_[l].data() + size_t(B) * H4, H4, 0.0f, wscratch_.data(), H4);
+    BigGemm('n', true, false, H, H4, (T - 1) * B, 1.0f, h_[l].data(), H,
+            dz_[l].data() + size_t(B) * H4, H4, 0.0f, wscratch_.data(), H4);
     Unpermute(wscratch_.data(), H, g + Ly.wh);
   } else {
     std::memset(g + Ly.wh, 0, size_t(H) * H4 * sizeof(float));
   }
-  SgemmThreads(nt_, true, false, Ly.in, H4, R_, 1.0f, LayerInput(l), Ly.in, dz_[l].data(), H4, 0.0f,
-               wscratch_.data(), H4);
+  BigGemm('n', true, false, Ly.in, H4, R_, 1.0f, LayerInput(l), Ly.in, dz_[l].data(), H4, 0.0f,
+          wscratch_.data(), H4);
   Unpermute(wscratch_.data(), Ly.in, g + Ly.wx);
   if (bias_from_colsum) {
     float* db = bscratch_.data();
@@ -568,7 +663,8 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
 #pragma omp simd
           for (int v = 0; v < V; ++v) db[v] += xr[v];
         }
-        SgemmSerial(false, true, n, H, V, 1.0f, x, V, wd, V, 0.0f, dxd + size_t(r) * H, H);
+        SgemmSerial(false, false, n, H, V, 1.0f, x, V, wdt_.data(), H, 0.0f, dxd + size_t(r) * H,
+                    H);
         first = false;
       }
     }
@@ -642,7 +738,8 @@ StepStats TrainImpl::DenseClipNorms(const Batch& batch, float* dxd, double* norm
       st.count += w;
     }
     per[b] = st;
-    SgemmSerial(false, true, T, H, V, 1.0f, x, V, wd, V, 0.0f, dxd + size_t(b) * H, B * H);
+    SgemmSerial(false, false, T, H, V, 1.0f, x, V, wdt_.data(), H, 0.0f, dxd + size_t(b) * H,
+                B * H);
     SgemmSerial(false, true, T, T, H, 1.0f, xd + size_t(b) * H, B * H, xd + size_t(b) * H, B * H,
                 0.0f, ga, T);
     SgemmSerial(false, true, T, T, V, 1.0f, x, V, x, V, 0.0f, gd, T);
@@ -780,7 +877,10 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
   R_ = B_ * T_;
   nt_ = Threads();
   dropout_on_ = train && spec_.dropout_rate > 0;
+  prof_.Start();
+  if (train) prof_.CountStep();
   RefreshPermuted();
+  prof_.Mark(kRefresh);
   Forward(batch, dropout_seed);
   const int L = spec_.num_layers, E = spec_.embedding_dim, H = spec_.rnn_units;
   if (!train) return DenseStage(batch, false, 0, nullptr, nullptr);
@@ -794,16 +894,21 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
   int cur = 0;  // dx_[cur]: dL/d(input of the layer above), pre-mask
   if (!clip) {
     StepStats st = DenseStage(batch, true, count, dx_[cur].data(), nullptr);
+    prof_.Mark(kDense);
     for (int l = L - 1; l >= 0; --l) {
       RecurrenceBackward(l, dx_[cur].data(), /*accumulate_bias=*/true);
+      prof_.Mark(kBwdRec);
       const int in = layout_.layers[l].in;
-      SgemmThreads(nt_, false, true, R_, in, 4 * H, 1.0f, dz_[l].data(), 4 * H, wxp_[l].data(),
-                   4 * H, 0.0f, dx_[1 - cur].data(), in);
+      BigGemm('m', false, false, R_, in, 4 * H, 1.0f, dz_[l].data(), 4 * H, wxpt_[l].data(), in,
+              0.0f, dx_[1 - cur].data(), in);
+      prof_.Mark(kBwdDx);
       cur = 1 - cur;
       LayerWeightGrads(l, /*bias_from_colsum=*/false);
+      prof_.Mark(kBwdDw);
     }
     ApplyMaskInPlace(0, dx_[cur].data(), E);
     EmbeddingGrad(batch, dx_[cur].data());
+    prof_.Mark(kEmbGrad);
     return st;
   }
 
@@ -811,11 +916,12 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
   const int B = B_, T = T_;
   std::vector<double> norm2(B, 0.0);
   StepStats st = DenseClipNorms(batch, dx_[cur].data(), norm2.data());
+  prof_.Mark(kClip);
   for (int l = L - 1; l >= 0; --l) {
     RecurrenceBackward(l, dx_[cur].data(), /*accumulate_bias=*/false);
     const int in = layout_.layers[l].in;
-    SgemmThreads(nt_, false, true, R_, in, 4 * H, 1.0f, dz_[l].data(), 4 * H, wxp_[l].data(), 4 * H,
-                 0.0f, dx_[1 - cur].data(), in);
+    BigGemm('m', false, false, R_, in, 4 * H, 1.0f, dz_[l].data(), 4 * H, wxpt_[l].data(), in, 0.0f,
+            dx_[1 - cur].data(), in);
     cur = 1 - cur;
     ClipLayerNorms(l, norm2.data());
   }
@@ -852,6 +958,7 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
   for (int l = 0; l < L; ++l) LayerWeightGrads(l, /*bias_from_colsum=*/true);
   EmbeddingGrad(batch, dx0);
   DenseClipGrads(batch, dense_scale.data());
+  prof_.Mark(kClip);
   return st;
 }
 
@@ -875,6 +982,7 @@ void TrainImpl::ApplyOptimizer(const OptimizerConfig& opt, int64_t step) {
   float* v = opt_v_.data();
   const float lr = opt.learning_rate, eps = opt.epsilon;
   const int nt = Threads();
+  prof_.Start();
   if (opt.name == "rmsprop") {
     const float rho = opt.rho;
 #pragma omp parallel for simd num_threads(nt) schedule(static)
@@ -902,6 +1010,7 @@ void TrainImpl::ApplyOptimizer(const OptimizerConfig& opt, int64_t step) {
     DS_THROW(kInvalidArgument, "optimizer: unknown name '{}' (rmsprop, adam)", opt.name);
   }
   perm_dirty_ = true;
+  prof_.Mark(kOptimizer);
 }
 
 }  // namespace
