@@ -55,22 +55,42 @@ Result<SequenceData> SequenceData::Build(const InputData& input, const Tokenizer
   d.seq_length_ = seq_length;
   d.batch_size_ = batch_size;
   d.seed_ = seed;
+  // The stream starts with <n> so that every record, the first included, is
+  // preceded by the record separator, as at generation time.
+  d.stream_.push_back(tok.end_id());
+  std::vector<int64_t> boundaries = {0};  // positions of the <n> before each record
   for (size_t i = 0; i < input.records.size(); ++i) {
     Status s = tok.EncodeRecord(input.records[i], &d.stream_);
     if (!s.ok())
       return DS_ERR(kInvalidInput, "{}:{}: {}", input.path, input.lines[i], s.message());
+    boundaries.push_back(int64_t(d.stream_.size()) - 1);
   }
+  // Chunks of seq_length + 1 tokens that START AT A RECORD BOUNDARY (input[0]
+  // = <n>): training resets the LSTM state at each chunk, and generation starts
+  // every record from a reset state and <n>; aligned chunks make the two
+  // match. The next chunk starts at the last boundary inside the current one,
+  // so consecutive chunks overlap by at most one partial record and every
+  // token is trained on; a record longer than seq_length continues in a chunk
+  // that starts where the previous one ended.
   const int64_t chunk = seq_length + 1;
-  const int64_t n_chunks = int64_t(d.stream_.size()) / chunk;
-  // Shuffle chunk ids once (fixed validation set), then assign every 5th batch.
-  std::vector<int64_t> ids(n_chunks);
-  std::iota(ids.begin(), ids.end(), 0);
+  const int64_t total = int64_t(d.stream_.size());
+  std::vector<int64_t> starts;
+  size_t bi = 0;
+  for (int64_t s = 0; s + chunk <= total;) {
+    starts.push_back(s);
+    while (bi + 1 < boundaries.size() && boundaries[bi + 1] <= s + seq_length - 1) ++bi;
+    int64_t next = boundaries[bi] > s ? boundaries[bi] : s + seq_length;
+    s = next;
+  }
+  const int64_t n_chunks = int64_t(starts.size());
+  // Shuffle chunks once (fixed validation set), then assign every 5th batch.
+  std::vector<int64_t> ids = starts;
   Philox rng(seed, 0x5e9u);
   for (int64_t i = n_chunks - 1; i > 0; --i) std::swap(ids[i], ids[rng.Below(uint64_t(i) + 1)]);
   const int64_t n_batches = n_chunks / batch_size;
   for (int64_t b = 0; b < n_batches; ++b) {
     auto& dst = (validation_split && b % 5 == 0) ? d.val_chunks_ : d.train_chunks_;
-    for (int64_t j = 0; j < batch_size; ++j) dst.push_back(ids[b * batch_size + j] * chunk);
+    for (int64_t j = 0; j < batch_size; ++j) dst.push_back(ids[b * batch_size + j]);
   }
   if (d.train_batches() < 1) {
     int64_t need_batches = validation_split ? 2 : 1;
