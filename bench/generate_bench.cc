@@ -5,7 +5,11 @@
 // and each worker's memory from /proc/<pid>/status and smaps_rollup.
 //
 //   generate_bench [--records 3000] [--slots 64] [--workers 1,2] [--vocab 100]
-//                  [--peer-tokens-per-s X]   (prints the ratios to the peer)
+//                  [--repeat 3] [--peer-tokens-per-s X]   (prints the ratios to the peer)
+//
+// Each worker count runs --repeat times; the median tokens/s is reported (and
+// used for the ratios), beside the slowest and fastest run: shared or
+// virtualised machines vary by 20% and more from run to run.
 //
 // bench/run_generate_bench.sh runs the PyTorch peer first and passes its
 // figure. Memory: the weights are written to a tensor file and memory-mapped
@@ -131,6 +135,7 @@ struct Args {
   int slots = 64;
   int vocab = 100;
   std::vector<int> workers = {1, 2};
+  int repeat = 3;
   double peer = 0;
 };
 
@@ -151,6 +156,8 @@ Args Parse(int argc, char** argv) {
       a.slots = std::atoi(next().c_str());
     } else if (k == "--vocab") {
       a.vocab = std::atoi(next().c_str());
+    } else if (k == "--repeat") {
+      a.repeat = std::max(1, std::atoi(next().c_str()));
     } else if (k == "--peer-tokens-per-s") {
       a.peer = std::atof(next().c_str());
     } else if (k == "--workers") {
@@ -161,7 +168,7 @@ Args Parse(int argc, char** argv) {
     } else {
       fmt::print(stderr,
                  "usage: generate_bench [--records N] [--slots S] [--vocab V] [--workers 1,2] "
-                 "[--peer-tokens-per-s X]\n");
+                 "[--repeat R] [--peer-tokens-per-s X]\n");
       std::exit(2);
     }
   }
@@ -197,10 +204,11 @@ int Main(int argc, char** argv) {
   model.tokenizer = &tok;
   model.make_backend = [&](int slots) { return MakeCpuInferBackend(spec, params, slots); };
 
-  fmt::print("generate_bench: V={} Emb={} H={}x{}, {} slots per worker, {} records, weights "
-             "{:.1f} MiB (mapped), {} CPUs\n",
-             spec.vocab_size, spec.embedding_dim, spec.rnn_units, spec.num_layers, a.slots,
-             a.records, weights_mib, AvailableCpus());
+  fmt::print(
+      "generate_bench: V={} Emb={} H={}x{}, {} slots per worker, {} records, weights "
+      "{:.1f} MiB (mapped), {} CPUs\n",
+      spec.vocab_size, spec.embedding_dim, spec.rnn_units, spec.num_layers, a.slots, a.records,
+      weights_mib, AvailableCpus());
 
   // In-process sampler, one thread: the compute ceiling of one worker.
   {
@@ -223,48 +231,59 @@ int Main(int argc, char** argv) {
     }
     double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     double tps = double(s.tokens_sampled() - tok0) / sec;
-    fmt::print("in-process sampler, 1 thread: {:.0f} tokens/s ({:.1f} us per {}-row step, "
-               "{:.1f} GFLOP/s)\n",
-               tps, 1e6 * sec / steps, a.slots, tps * InferFlopsPerToken(spec) * 1e-9);
+    fmt::print(
+        "in-process sampler, 1 thread: {:.0f} tokens/s ({:.1f} us per {}-row step, "
+        "{:.1f} GFLOP/s)\n",
+        tps, 1e6 * sec / steps, a.slots, tps * InferFlopsPerToken(spec) * 1e-9);
   }
 
-  std::map<int, double> tokens_per_s;
+  std::map<int, double> tokens_per_s;  // median over the repeats
   for (int w : a.workers) {
-    RunOptions ro;
-    ro.gen.num_lines = a.records;
-    ro.gen.seed = 7;
-    ro.gen.predict_batch_size = a.slots;
-    ro.parallelism = w;
-    ro.format = OutputFormat::kText;
-    ro.output = fmt::format("/tmp/generate_bench_out_{}.txt", getpid());
-    std::map<int, Mem> peak;  // pid -> largest VmRSS sample
-    GenerateEvents ev;
-    ev.progress_interval_s = 0.25;
-    ev.progress = [&](const GenerateProgress&) {
-      for (int pid : ChildPids()) {
-        Mem m = ReadMem(pid);
-        if (m.vm_rss > peak[pid].vm_rss) peak[pid] = m;
-      }
-    };
-    ev.warning = [](const std::string& s) { fmt::print(stderr, "warning: {}\n", s); };
+    std::vector<double> tps, rps;
     GenerateSummary sum;
-    Status rs = RunGeneration(model, ro, ev, &sum);
-    ::unlink(ro.output.c_str());
-    if (!rs.ok()) {
-      fmt::print(stderr, "workers={}: {}\n", w, rs.ToString());
-      return 1;
+    std::map<int, Mem> peak;  // pid -> largest VmRSS sample (last repeat)
+    for (int rep = 0; rep < a.repeat; ++rep) {
+      RunOptions ro;
+      ro.gen.num_lines = a.records;
+      ro.gen.seed = 7;
+      ro.gen.predict_batch_size = a.slots;
+      ro.parallelism = w;
+      ro.format = OutputFormat::kText;
+      ro.output = fmt::format("/tmp/generate_bench_out_{}.txt", getpid());
+      peak.clear();
+      GenerateEvents ev;
+      ev.progress_interval_s = 0.25;
+      ev.progress = [&](const GenerateProgress&) {
+        for (int pid : ChildPids()) {
+          Mem m = ReadMem(pid);
+          if (m.vm_rss > peak[pid].vm_rss) peak[pid] = m;
+        }
+      };
+      ev.warning = [](const std::string& s) { fmt::print(stderr, "warning: {}\n", s); };
+      Status rs = RunGeneration(model, ro, ev, &sum);
+      ::unlink(ro.output.c_str());
+      if (!rs.ok()) {
+        fmt::print(stderr, "workers={}: {}\n", w, rs.ToString());
+        return 1;
+      }
+      tps.push_back(double(sum.tokens) / sum.seconds);
+      rps.push_back(double(sum.valid) / sum.seconds);
     }
-    double tps = double(sum.tokens) / sum.seconds;
-    tokens_per_s[w] = tps;
-    fmt::print("workers={}: {:.0f} tokens/s, {:.0f} records/s ({} records, {:.1f} tokens per "
-               "record, {:.2f} s)\n",
-               w, tps, double(sum.valid) / sum.seconds, sum.valid,
-               double(sum.tokens) / double(std::max<int64_t>(1, sum.valid + sum.invalid)),
-               sum.seconds);
+    std::vector<double> sorted = tps;
+    std::sort(sorted.begin(), sorted.end());
+    std::sort(rps.begin(), rps.end());
+    const double med = sorted[sorted.size() / 2];
+    tokens_per_s[w] = med;
+    fmt::print(
+        "workers={}: {:.0f} tokens/s, {:.0f} records/s (median of {}; tokens/s {:.0f} .. "
+        "{:.0f}; {} records, {:.1f} tokens per record)\n",
+        w, med, rps[rps.size() / 2], a.repeat, sorted.front(), sorted.back(), sum.valid,
+        double(sum.tokens) / double(std::max<int64_t>(1, sum.valid + sum.invalid)));
     for (auto& [pid, m] : peak)
-      fmt::print("  worker pid {}: VmRSS {:.1f} MiB (RssFile {:.1f}, RssAnon {:.1f}), private "
-                 "{:.1f} MiB\n",
-                 pid, m.vm_rss, m.rss_file, m.rss_anon, m.priv);
+      fmt::print(
+          "  worker pid {}: VmRSS {:.1f} MiB (RssFile {:.1f}, RssAnon {:.1f}), private "
+          "{:.1f} MiB\n",
+          pid, m.vm_rss, m.rss_file, m.rss_anon, m.priv);
   }
   Mem self = ReadMem(getpid());
   fmt::print("parent: VmRSS {:.1f} MiB (RssFile {:.1f}, RssAnon {:.1f})\n", self.vm_rss,

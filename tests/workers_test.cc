@@ -266,6 +266,9 @@ TEST(Workers, ProgressAndFormats) {
   EXPECT_GT(reports.back().tokens_per_s, 0);
   EXPECT_GT(reports.back().valid_share, 0);
   EXPECT_LE(reports.back().valid_share, 1);
+  EXPECT_EQ(FormatProgress(reports.back()).rfind("150/150 valid (", 0), 0u)
+      << FormatProgress(reports.back());
+  EXPECT_NE(FormatSummary(text.summary).find("150 valid and "), std::string::npos);
   o.format = OutputFormat::kCsv;
   RunOut csv = DoRun(m, o, "f.csv");
   o.format = OutputFormat::kJsonl;
