@@ -4,7 +4,7 @@
 // batching, validation, IPC and output), the in-process sampler on one thread,
 // and each worker's memory from /proc/<pid>/status and smaps_rollup.
 //
-//   generate_bench [--records 3000] [--slots 64] [--workers 1,2] [--vocab 100]
+//   generate_bench [--records 10000] [--slots 64] [--workers 1,2] [--vocab 100]
 //                  [--repeat 3] [--peer-tokens-per-s X]   (prints the ratios to the peer)
 //
 // Each worker count runs --repeat times; the median tokens/s is reported (and
@@ -131,7 +131,7 @@ std::vector<int> ChildPids() {
 }
 
 struct Args {
-  int64_t records = 3000;
+  int64_t records = 10000;
   int slots = 64;
   int vocab = 100;
   std::vector<int> workers = {1, 2};
