@@ -325,6 +325,10 @@ TEST(Workers, TextModelAndStdoutPathChecks) {
   st = RunGeneration(m, o, {}, &s);
   EXPECT_EQ(st.code(), Code::kIo);
   EXPECT_NE(st.message().find("/nonexistent-dir/x.txt"), std::string::npos);
+  o.output = ::testing::TempDir();  // a directory
+  st = RunGeneration(m, o, {}, &s);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("is a directory"), std::string::npos);
 }
 
 }  // namespace
