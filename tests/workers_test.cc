@@ -266,6 +266,9 @@ TEST(Workers, ProgressAndFormats) {
   EXPECT_GT(reports.back().tokens_per_s, 0);
   EXPECT_GT(reports.back().valid_share, 0);
   EXPECT_LE(reports.back().valid_share, 1);
+  EXPECT_EQ(FormatProgress(reports.back()).rfind("150/150 valid (", 0), 0u)
+      << FormatProgress(reports.back());
+  EXPECT_NE(FormatSummary(text.summary).find("150 valid and "), std::string::npos);
   o.format = OutputFormat::kCsv;
   RunOut csv = DoRun(m, o, "f.csv");
   o.format = OutputFormat::kJsonl;
@@ -322,6 +325,10 @@ TEST(Workers, TextModelAndStdoutPathChecks) {
   st = RunGeneration(m, o, {}, &s);
   EXPECT_EQ(st.code(), Code::kIo);
   EXPECT_NE(st.message().find("/nonexistent-dir/x.txt"), std::string::npos);
+  o.output = ::testing::TempDir();  // a directory
+  st = RunGeneration(m, o, {}, &s);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("is a directory"), std::string::npos);
 }
 
 }  // namespace

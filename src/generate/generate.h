@@ -35,6 +35,9 @@ Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks
 // does not start an empty prefix. Errors name the file.
 Result<std::vector<std::string>> ReadStartStrings(const std::string& path);
 
+// run.gen's num_lines, temperature, gen_chars, predict_batch_size and
+// max_invalid are replaced by the optional fields below (or the model's
+// values): set those, not run.gen's.
 struct GenerateCommand {
   std::string model_dir;
   RunOptions run;  // output, parallelism, cancel; run.gen.seed / start_string / prefixes

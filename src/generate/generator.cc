@@ -1,5 +1,6 @@
 #include "generate/generator.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace ds {
@@ -60,6 +61,10 @@ void ValidateRecord(const GenerationModel& model, GeneratedRecord* r) {
   }
 }
 
+int64_t ReleaseWindow(int slots, int processes) {
+  return std::max<int64_t>(4096, 64 * int64_t(slots) * int64_t(processes));
+}
+
 Result<RunPlan> PlanRun(const GenerationModel& model, const GenerateOptions& o, int64_t window) {
   if (!model.tokenizer) return DS_ERR(kInvalidArgument, "generation model without a tokenizer");
   if (!model.make_backend) return DS_ERR(kInvalidArgument, "generation model without a backend");
@@ -97,7 +102,7 @@ Result<std::unique_ptr<RecordGenerator>> RecordGenerator::Create(const Generatio
   std::unique_ptr<RecordGenerator> g(new RecordGenerator());
   g->model_ = &model;
   DS_ASSIGN_OR_RETURN(RunPlan plan,
-                      PlanRun(model, options, 2 * int64_t(options.predict_batch_size)));
+                      PlanRun(model, options, ReleaseWindow(options.predict_batch_size, 1)));
   DS_ASSIGN_OR_RETURN(g->backend_, model.make_backend(options.predict_batch_size));
   if (g->backend_->spec().vocab_size != model.tokenizer->vocab_size())
     return DS_ERR(kInvalidArgument, "backend vocabulary {} != tokenizer vocabulary {}",

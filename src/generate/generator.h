@@ -73,6 +73,14 @@ Result<std::vector<std::vector<int32_t>>> EncodeStartStrings(
 // Sets valid/explain of a finished record (see the file comment).
 void ValidateRecord(const GenerationModel& model, GeneratedRecord* record);
 
+// Release window (AttemptScheduler::Options::window) for `processes` x
+// `slots` sampling slots: finished records wait for every earlier attempt
+// before they are released, so the window must hold many batches' worth of
+// records, or one long record would stall every slot (head-of-line
+// blocking). 64 x slots x processes, at least 4096 (memory: the buffered
+// records, typically a few MB).
+int64_t ReleaseWindow(int slots, int processes);
+
 // Checks options against the model; fills the sampler options, the encoded
 // prefixes and the scheduler options (window = `window`).
 struct RunPlan {

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -53,6 +54,9 @@ Result<std::unique_ptr<OutputSink>> OutputSink::Open(const std::string& path) {
     s->fd_ = 1;
     return s;
   }
+  struct stat st;
+  if (path.back() == '/' || (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
+    return DS_ERR(kInvalidArgument, "{}: the output is a directory; give a file name", path);
   s->path_ = path;
   s->temp_ = DirOf(path) + "/." + BaseOf(path) + ".tmp." + std::to_string(getpid());
   s->fd_ = ::open(s->temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);

@@ -49,6 +49,31 @@ Result<int> ResolveParallelism(double p, int cpus) {
 }
 
 namespace {
+std::string FormatSeconds(double s) {
+  if (s < 0) return "?";
+  if (s < 60) return fmt::format("{:.0f}s", s);
+  if (s < 3600) return fmt::format("{}m{:02d}s", int(s / 60), int(s) % 60);
+  return fmt::format("{}h{:02d}m", int(s / 3600), (int(s) / 60) % 60);
+}
+}  // namespace
+
+std::string FormatProgress(const GenerateProgress& p) {
+  return fmt::format("{}/{} valid ({:.1f}% valid), {:.0f} records/s, {:.0f} tokens/s, ETA {}",
+                     p.valid, p.wanted, 100.0 * p.valid_share, p.records_per_s, p.tokens_per_s,
+                     p.final ? "0s" : FormatSeconds(p.eta_seconds));
+}
+
+std::string FormatSummary(const GenerateSummary& s) {
+  std::string out = fmt::format("{} valid and {} invalid records in {:.1f}s ({} worker{}", s.valid,
+                                s.invalid, s.seconds, s.workers, s.workers == 1 ? "" : "s");
+  if (s.worker_failures) out += fmt::format(", {} died", s.worker_failures);
+  out += ")";
+  out += s.output.empty() ? " -> stdout" : " -> " + s.output;
+  if (!s.complete) out += " (incomplete)";
+  return out;
+}
+
+namespace {
 
 using Clock = std::chrono::steady_clock;
 
@@ -282,7 +307,7 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
   const int64_t wanted = go.prefixes.empty() ? go.num_lines : int64_t(go.prefixes.size());
   workers_n = int(std::max<int64_t>(1, std::min<int64_t>(workers_n, wanted)));
   const int64_t per_worker = 2 * int64_t(slots);
-  DS_ASSIGN_OR_RETURN(RunPlan plan, PlanRun(model, go, per_worker * workers_n));
+  DS_ASSIGN_OR_RETURN(RunPlan plan, PlanRun(model, go, ReleaseWindow(slots, workers_n)));
   if (go.filter)
     return DS_ERR(kInvalidArgument, "token filters run in-process only (RecordGenerator)");
   int64_t kill_after = options.test_kill_worker_after;

@@ -88,6 +88,12 @@ struct GenerateSummary {
   std::string output;     // path written ("" for stdout)
 };
 
+// One line for a terminal (the CLI prints it on stderr, e.g. with '\r'):
+//   "1234/10000 valid (97.5% valid), 412 records/s, 41210 tokens/s, ETA 21s"
+std::string FormatProgress(const GenerateProgress& p);
+// "10000 valid and 257 invalid records in 24.3s (2 workers) -> synth.csv"
+std::string FormatSummary(const GenerateSummary& s);
+
 // Runs a whole generation into `options.output`. On an error after the output
 // was opened (too many invalid, cancelled, every worker died, write error),
 // the well-formed partial output is kept under the final name and the error is
