@@ -8,7 +8,7 @@ namespace ds::cli {
 namespace {
 
 struct GenArgs {
-  std::string model_dir, output, format, start_string, start_strings;
+  std::string model_dir, output, format, start_string, start_strings, constrain = "auto";
   int64_t num_lines = -1, gen_chars = -1, max_invalid = -1;
   double gen_temp = -1, parallelism = 0;
   int predict_batch_size = -1;
@@ -40,6 +40,9 @@ int RunGenerate(const GenArgs& a) {
   c.checks.range = !a.no_ranges;
   c.checks.category = !a.no_categories;
   c.checks.empty = !a.no_empty;
+  auto level = ParseConstraintLevel(a.constrain);
+  if (!level.ok()) return Fail(level.status());
+  c.constrain = level.value();
   c.run.cancel = InstallInterruptFlag();
 
   ProgressLine line(5.0);
@@ -94,6 +97,9 @@ void AddGenerateCommand(CLI::App& app) {
                   "prefix of every record; with a delimiter it must end with it ('Adelie,')");
   cmd->add_option("--start-strings", a.start_strings,
                   "file of prefixes, one per line: one valid record per prefix, in order");
+  cmd->add_option("--constrain", a.constrain,
+                  "constrained decoding: structure | values | none | auto (values when the model "
+                  "stores category sets or ranges, else structure) [default: auto]");
   cmd->add_flag("--no-field-count", a.no_field_count, "do not check the field count")->group("Validation");
   cmd->add_flag("--no-types", a.no_types, "do not check learned column types")->group("Validation");
   cmd->add_flag("--no-ranges", a.no_ranges, "do not check numeric min/max")->group("Validation");

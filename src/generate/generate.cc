@@ -8,7 +8,8 @@
 
 namespace ds {
 
-Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks& checks) {
+Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks& checks,
+                                            ConstraintLevel constrain) {
   GenerationModel g;
   g.tokenizer = model.tokenizer.get();
   g.header = model.meta.header;
@@ -26,6 +27,14 @@ Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks
       g.rules = ColumnRules::FieldCountOnly(g.header);
     }
     g.rules->set_checks(checks);
+    if (ResolveConstraintLevel(constrain, *g.rules) != ConstraintLevel::kNone) {
+      DS_ASSIGN_OR_RETURN(auto tables,
+                          RecordConstraints::Build(*g.tokenizer, *g.rules, constrain));
+      g.make_filter = [tables](int slots) -> Result<std::unique_ptr<TokenFilter>> {
+        return NewConstraintFilter(tables, slots);
+      };
+      g.constraints = std::move(tables);
+    }
   }
   const Model* m = &model;
   g.make_backend = [m](int slots) { return MakeCpuInferBackend(m->meta.spec, m->params, slots); };
@@ -50,7 +59,9 @@ Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& ev
                             GenerateSummary* summary) {
   *summary = GenerateSummary{};
   DS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModel(cmd.model_dir));
-  DS_ASSIGN_OR_RETURN(GenerationModel gm, MakeGenerationModel(*model, cmd.checks));
+  DS_ASSIGN_OR_RETURN(GenerationModel gm, MakeGenerationModel(*model, cmd.checks, cmd.constrain));
+  if (gm.constraints && events.warning)
+    for (const auto& w : gm.constraints->unenforced()) events.warning(w);
   RunOptions run = cmd.run;
   const Config& c = model->config;
   GenerateOptions& g = run.gen;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "generate/column_rules.h"
+#include "generate/constraints.h"
 #include "generate/generator.h"
 #include "generate/workers.h"
 #include "model/model_dir.h"
@@ -29,7 +30,12 @@ namespace ds {
 // column_rules.json (validated; field-count-only rules for delimited models
 // without one) with `checks` applied, and CPU inference backends over the
 // memory-mapped weights. `model` must outlive the result.
-Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks& checks);
+// Delimited models also get constrained decoding (make_filter) at `constrain`
+// (auto: values when the rules hold values, else structure; see
+// generate/constraints.h); rules checks switched off switch the matching
+// constraints off.
+Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks& checks,
+                                            ConstraintLevel constrain = ConstraintLevel::kAuto);
 
 // Start strings from a file: one per line ('\n' or "\r\n"); a final newline
 // does not start an empty prefix. Errors name the file.
@@ -49,6 +55,7 @@ struct GenerateCommand {
   std::optional<int64_t> max_invalid;
   std::string start_strings_file;  // one valid record per line of this file
   RuleChecks checks;               // validation switches
+  ConstraintLevel constrain = ConstraintLevel::kAuto;  // --constrain (constrained decoding)
 };
 
 Status GenerateFromModelDir(const GenerateCommand& command, const GenerateEvents& events,

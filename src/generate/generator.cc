@@ -107,8 +107,13 @@ Result<std::unique_ptr<RecordGenerator>> RecordGenerator::Create(const Generatio
   if (g->backend_->spec().vocab_size != model.tokenizer->vocab_size())
     return DS_ERR(kInvalidArgument, "backend vocabulary {} != tokenizer vocabulary {}",
                   g->backend_->spec().vocab_size, model.tokenizer->vocab_size());
+  TokenFilter* filter = options.filter;
+  if (!filter && model.make_filter) {
+    DS_ASSIGN_OR_RETURN(g->filter_, model.make_filter(options.predict_batch_size));
+    filter = g->filter_.get();
+  }
   g->sampler_ = std::make_unique<BatchSampler>(*model.tokenizer, *g->backend_, plan.sampler,
-                                               std::move(plan.prefixes), options.filter);
+                                               std::move(plan.prefixes), filter);
   g->sched_ = std::make_unique<AttemptScheduler>(plan.schedule);
   return g;
 }

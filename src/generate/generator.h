@@ -31,6 +31,7 @@
 #include "backend/backend.h"
 #include "generate/batch_sampler.h"
 #include "generate/column_rules.h"
+#include "generate/constraints.h"
 #include "generate/sampler.h"
 #include "generate/scheduler.h"
 #include "tokenize/tokenizer.h"
@@ -46,6 +47,11 @@ struct GenerationModel {
   char delimiter = 0;                // 0 for text lines
   std::optional<ColumnRules> rules;  // delimited data: validation rules
   std::function<Result<std::unique_ptr<InferBackend>>(int slots)> make_backend;
+  // Constrained decoding (generate/constraints.h): called like make_backend,
+  // once per generating process; null = no filter. GenerateOptions::filter,
+  // when set, takes precedence in-process.
+  std::function<Result<std::unique_ptr<TokenFilter>>(int slots)> make_filter;
+  std::shared_ptr<const RecordConstraints> constraints;  // the tables behind make_filter, if any
 };
 
 struct GenerateOptions {
@@ -109,6 +115,7 @@ class RecordGenerator {
   RecordGenerator() = default;
   const GenerationModel* model_ = nullptr;
   std::unique_ptr<InferBackend> backend_;
+  std::unique_ptr<TokenFilter> filter_;  // from model.make_filter
   std::unique_ptr<BatchSampler> sampler_;
   std::unique_ptr<AttemptScheduler> sched_;
   std::vector<GeneratedRecord> done_;

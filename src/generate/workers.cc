@@ -202,7 +202,18 @@ bool SendAll(int fd, const std::string& data) {
       ::_exit(2);
     }
     std::unique_ptr<InferBackend> backend = std::move(made).value();
-    BatchSampler sampler(*model.tokenizer, *backend, plan.sampler, plan.prefixes);
+    std::unique_ptr<TokenFilter> filter;  // constrained decoding (model.make_filter)
+    if (model.make_filter) {
+      auto f = model.make_filter(slots);
+      if (!f.ok()) {
+        std::string out;
+        PutFrame(&out, kError, f.status().message());
+        SendAll(fd, out);
+        ::_exit(2);
+      }
+      filter = std::move(f).value();
+    }
+    BatchSampler sampler(*model.tokenizer, *backend, plan.sampler, plan.prefixes, filter.get());
     std::string in, out;
     std::vector<GeneratedRecord> done;
     int64_t sent = 0;
