@@ -445,13 +445,22 @@ Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularOb
   const char delim = TableDelimiter(o.config);
   if (!o.config.field_delimiter.empty())
     DS_RETURN_IF_ERROR(ParseDelimiter(o.config.field_delimiter).status());
+  if (o.model_dir.empty())
+    return DS_ERR(kInvalidArgument, "no model directory given (--model-dir)");
+  if ((IsTabularModel(o.model_dir) || LooksLikeModel(o.model_dir)) && !o.config.overwrite)
+    return DS_ERR(kAlreadyExists,
+                  "{}: already holds a trained {}model; pass --overwrite to replace it",
+                  o.model_dir, IsTabularModel(o.model_dir) ? "tabular " : "");
   if (!PathExists(o.input_path))
     return DS_ERR(kNotFound, "{}: input file does not exist", o.input_path);
 
-  // 1. the table, its column types and associations (before touching the model dir).
+  // 1. the table, its column types and associations (before touching the model
+  // dir). Messages are held back until the plan stands, so that an error is
+  // the only output of a run that fails here.
+  std::vector<std::string> infos;
   DS_ASSIGN_OR_RETURN(Table table, ReadTable(o.input_path, delim, o.config.max_lines));
-  obs.OnInfo(fmt::format("read {} rows of {} columns from {}", table.rows.size(),
-                         table.header.size(), o.input_path));
+  infos.push_back(fmt::format("read {} rows of {} columns from {}", table.rows.size(),
+                              table.header.size(), o.input_path));
   RuleOptions ropts;
   if (o.config.dp && !o.config.dp_store_value_rules) ropts.store_values = false;
   ColumnRules rules = LearnColumnRules(table.header, table.rows, ropts);
@@ -468,7 +477,7 @@ Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularOb
   std::vector<double> assoc(cols.size() * cols.size(), 0.0);
   if (o.config.dp) {
     if (tcfg.grouping == "auto" || tcfg.condition_columns > 0)
-      obs.OnInfo(
+      infos.push_back(
           "dp: no association measurement (it would reveal data outside the privacy guarantee): "
           "batches in header order, no conditioning across batches");
     tcfg.grouping = "order";
@@ -478,8 +487,8 @@ Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularOb
     ProfileOptions popts;
     popts.max_rows = tcfg.association_rows;
     assoc = AssociationMatrix(ProfileColumns(rules, table.rows, popts));
-    obs.OnInfo(fmt::format("measured {} column associations in {:.2f}s",
-                           cols.size() * (cols.size() - 1) / 2, Since(ta)));
+    infos.push_back(fmt::format("measured {} column associations in {:.2f}s",
+                                cols.size() * (cols.size() - 1) / 2, Since(ta)));
   }
   DS_ASSIGN_OR_RETURN(std::vector<TabularBatch> batches, PlanBatches(cols, assoc, tcfg));
   DS_ASSIGN_OR_RETURN(char bdelim, ChooseBatchDelimiter(table));
@@ -500,6 +509,7 @@ Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularOb
                   : (uint64_t(std::random_device{}()) << 32 | std::random_device{}()) | 1u;
   spec.batches = batches;
   DS_RETURN_IF_ERROR(spec.Check("tabular plan"));
+  for (const auto& m : infos) obs.OnInfo(m);
   for (size_t b = 0; b < spec.batches.size(); ++b) {
     const auto& t = spec.batches[b];
     obs.OnInfo(fmt::format(
