@@ -79,7 +79,9 @@ def js_distance(p, q):
 
 
 def distribution_distance(kind, real, synth):
-    if kind == "num":
+    # Numbers with few distinct values (flags, counts, years) are compared value
+    # by value; binning would merge them.
+    if kind == "num" and len(set(v for v in real if v != "")) > BINS:
         rv = np.array([to_float(v) for v in real if v != ""], float)
         edges = np.unique(np.quantile(rv, np.linspace(0, 1, BINS + 1))) if len(rv) else np.array([0.0])
 
