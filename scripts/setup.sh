@@ -5,7 +5,8 @@ set -euo pipefail
 PKGS=(build-essential cmake ninja-build pkg-config git
       libsentencepiece-dev sentencepiece libdnnl-dev libopenblas-dev
       libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
-      libgtest-dev libgmock-dev googletest libbenchmark-dev python3)
+      libgtest-dev libgmock-dev googletest libbenchmark-dev python3
+      chromium)  # chromium: tests/report_render_test.sh renders the evaluation report
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "tokenize/internal.h"
-#include "tokenize/utf8.h"
+#include "util/utf8.h"
 
 namespace ds {
 namespace {
@@ -44,6 +44,8 @@ Records TrickyRecords() {
   }
   return r;
 }
+
+Records ReadTelco(size_t max_rows);
 
 std::vector<std::string> Texts(const Tokenizer& t) {
   std::vector<std::string> v;
@@ -87,7 +89,7 @@ size_t ExpectRoundTrip(const Tokenizer& tok, const Records& records) {
       switch (tok.kind(id)) {
         case TokenKind::kText:
           batch.back() += tok.text(id);
-          text_chars += utf8::CountChars(tok.text(id));
+          text_chars += CountCodePoints(tok.text(id));
           break;
         case TokenKind::kDelimiter:
           batch.emplace_back();
@@ -114,7 +116,7 @@ size_t ExpectRoundTrip(const Tokenizer& tok, const Records& records) {
     EXPECT_EQ(dec.fields(), records[r]) << "record " << r;
     EXPECT_EQ(dec.chars(), text_chars);
     size_t want_chars = 0;
-    for (const auto& f : records[r]) want_chars += utf8::CountChars(f);
+    for (const auto& f : records[r]) want_chars += CountCodePoints(f);
     EXPECT_EQ(dec.chars(), want_chars);
   }
   return total;
@@ -357,6 +359,46 @@ TEST(Tokenizer, TrainingIsDeterministic) {
       }
     }
   }
+}
+
+TEST(SentencePiece, SavedFilesAreByteIdenticalAcrossRuns) {
+  const Records rows = ReadTelco(1500);
+  std::string model[2], json[2];
+  for (int run = 0; run < 2; ++run) {
+    TokenizerConfig c;
+    c.seed = 7;
+    auto tok = Train(c, rows);
+    ASSERT_TRUE(tok);
+    const fs::path dir =
+        fs::path(::testing::TempDir()) / fmt::format("tok_det_{}_{}", ::getpid(), run);
+    ASSERT_TRUE(tok->Save(dir.string()).ok());
+    std::ifstream m(dir / "tokenizer.model", std::ios::binary), j(dir / "tokenizer.json");
+    std::stringstream ms, js;
+    ms << m.rdbuf();
+    js << j.rdbuf();
+    model[run] = ms.str();
+    json[run] = js.str();
+    fs::remove_all(dir);
+  }
+  EXPECT_GT(model[0].size(), 1000u);
+  EXPECT_EQ(model[0], model[1]);
+  EXPECT_EQ(json[0], json[1]);
+}
+
+TEST(SentencePiece, CharacterCoverageBelowOneMakesRareCharactersAnError) {
+  Records r;
+  for (int i = 0; i < 3000; ++i) r.push_back({"abcabc " + std::to_string(i % 10)});
+  r.push_back({"cab \xc3\x9f"});
+  TokenizerConfig c;
+  c.vocab_size = 100;
+  c.character_coverage = 0.999;
+  auto tok = Train(c, r);
+  ASSERT_TRUE(tok);
+  std::vector<int32_t> ids;
+  EXPECT_TRUE(tok->EncodeRecord(r[5], &ids).ok());
+  Status s = tok->EncodeRecord(r.back(), &ids);
+  EXPECT_EQ(s.code(), Code::kInvalidInput);
+  EXPECT_NE(s.message().find("U+00DF"), std::string::npos) << s.message();
 }
 
 TEST(Tokenizer, BadConfigAndRecordsAreRejected) {

@@ -60,5 +60,7 @@ std::string FormatDuration(double seconds);
 
 void AddTrainCommand(CLI::App& app);
 void AddInfoCommand(CLI::App& app);
+void AddEvaluateCommand(CLI::App& app);
+void AddGenerateCommand(CLI::App& app);
 
 }  // namespace ds::cli

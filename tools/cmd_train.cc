@@ -53,12 +53,16 @@ int RunTrain(TrainArgs& a) {
   if (!r.ok()) return Fail(r.status());
   const TrainSummary& s = r.value();
   const auto& best = s.history[size_t(s.meta.best_epoch - 1)];
+  std::string val = std::isnan(best.val_loss) ? "" : fmt::format(", val_loss {:.4f}", best.val_loss);
+  std::string dp = s.meta.dp ? fmt::format("; (epsilon {:.3g}, delta {:.3g})-DP per record",
+                                           s.meta.epsilon, s.meta.delta)
+                             : "";
   std::fprintf(stderr,
-               "trained %d epochs in %s (%s), %.0f tokens/s; kept epoch %d: loss %.4f, val_loss "
-               "%.4f (untrained %.4f)\nmodel written to %s\n",
+               "trained %d epochs in %s (%s), %.0f tokens/s; kept epoch %d: loss %.4f%s (untrained "
+               "%.4f)%s\nmodel written to %s\n",
                s.meta.epochs_run, FormatDuration(s.seconds).c_str(), s.meta.stop_reason.c_str(),
-               s.tokens_per_s, s.meta.best_epoch, best.loss, best.val_loss, s.untrained_val_loss,
-               a.model_dir.c_str());
+               s.tokens_per_s, s.meta.best_epoch, best.loss, val.c_str(), s.untrained_val_loss,
+               dp.c_str(), a.model_dir.c_str());
   return 0;
 }
 

@@ -10,6 +10,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", DS_VERSION);
   ds::cli::AddTrainCommand(app);
   ds::cli::AddInfoCommand(app);
+  ds::cli::AddGenerateCommand(app);
+  ds::cli::AddEvaluateCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -8,7 +8,7 @@
 #include <unordered_map>
 
 #include "tokenize/internal.h"
-#include "tokenize/utf8.h"
+#include "util/utf8.h"
 
 namespace ds::tok_internal {
 namespace {
@@ -22,7 +22,7 @@ class CharTokenizer final : public TableTokenizer {
     dense_.assign(kDense, -1);
     for (char32_t cp : chars_) {
       const int id = vocab_size();
-      AddText(utf8::Encode(cp));
+      AddText(EncodeCodePoint(cp));
       if (cp < kDense) {
         dense_[cp] = id;
       } else {
@@ -39,7 +39,7 @@ class CharTokenizer final : public TableTokenizer {
     while (pos < field.size()) {
       char32_t cp;
       const size_t at = pos;
-      if (!utf8::Next(field, &pos, &cp)) {
+      if (!NextCodePointStrict(field, &pos, &cp)) {
         out->resize(start);
         return DS_ERR(kInvalidInput, "invalid UTF-8 at byte {}", at);
       }
@@ -53,7 +53,7 @@ class CharTokenizer final : public TableTokenizer {
         out->resize(start);
         return DS_ERR(kInvalidInput,
                       "character {} at byte {} was not seen in training (char tokenizer)",
-                      utf8::Describe(cp), at);
+                      DescribeCodePoint(cp), at);
       }
       out->push_back(id);
     }
@@ -66,7 +66,7 @@ class CharTokenizer final : public TableTokenizer {
     if (ec) return DS_ERR(kIo, "{}: cannot create directory: {}", dir, ec.message());
     nlohmann::json j = CommonJson();
     nlohmann::json chars = nlohmann::json::array();
-    for (char32_t cp : chars_) chars.push_back(utf8::Encode(cp));
+    for (char32_t cp : chars_) chars.push_back(EncodeCodePoint(cp));
     j["char"] = {{"chars", std::move(chars)}};
     return WriteFile((std::filesystem::path(dir) / kJsonFile).string(), j.dump(1) + "\n");
   }
@@ -96,7 +96,7 @@ Result<std::unique_ptr<Tokenizer>> LoadChar(const nlohmann::json& j, bool column
     const std::string& s = arr[i].get_ref<const std::string&>();
     size_t pos = 0;
     char32_t cp;
-    if (!utf8::Next(s, &pos, &cp) || pos != s.size())
+    if (!NextCodePointStrict(s, &pos, &cp) || pos != s.size())
       return DS_ERR(kCorrupt, "{}: chars[{}] is not exactly one character", path, i);
     if (!chars.empty() && cp <= chars.back())
       return DS_ERR(kCorrupt, "{}: chars[{}] is out of order or repeated", path, i);

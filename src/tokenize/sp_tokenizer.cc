@@ -41,7 +41,7 @@
 #include <unordered_set>
 
 #include "tokenize/internal.h"
-#include "tokenize/utf8.h"
+#include "util/utf8.h"
 #include "util/rng.h"
 
 namespace ds::tok_internal {
@@ -114,7 +114,7 @@ class SpTokenizer final : public TableTokenizer {
       size_t n = 0;
       char32_t cp = 0, last = 0;
       while (pos < piece.size()) {
-        if (!utf8::Next(piece, &pos, &cp))
+        if (!NextCodePointStrict(piece, &pos, &cp))
           return Status(code,
                         fmt::format("{}: SentencePiece piece {} is not valid UTF-8", where, p),
                         __FILE__, __LINE__);
@@ -130,7 +130,7 @@ class SpTokenizer final : public TableTokenizer {
         } else {
           last = cp;
         }
-        utf8::Append(last, &text);
+        AppendCodePoint(&text, last);
         ++n;
       }
       if (text.empty())
@@ -159,12 +159,12 @@ class SpTokenizer final : public TableTokenizer {
       }
       const size_t at = pos;
       char32_t cp;
-      if (!utf8::Next(field, &pos, &cp))
+      if (!NextCodePointStrict(field, &pos, &cp))
         return DS_ERR(kInvalidInput, "invalid UTF-8 at byte {}", at);
       if (NeedsEscape(cp)) {
         auto it = escape_of_.find(cp);
         if (it == escape_of_.end()) return Unseen(cp, at);
-        utf8::Append(it->second, &mapped);
+        AppendCodePoint(&mapped, it->second);
       } else if (IsPrivateUse(cp) && IsTarget(cp)) {
         return Unseen(cp, at);
       } else {
@@ -216,7 +216,7 @@ class SpTokenizer final : public TableTokenizer {
   static Status Unseen(char32_t cp, size_t at) {
     return DS_ERR(kInvalidInput,
                   "character {} at byte {} was not seen in training (SentencePiece vocabulary)",
-                  utf8::Describe(cp), at);
+                  DescribeCodePoint(cp), at);
   }
   // SP produced <unk>: name the first character no single piece covers.
   Status UnknownIn(std::string_view field) const {
@@ -224,7 +224,7 @@ class SpTokenizer final : public TableTokenizer {
     while (pos < field.size()) {
       const size_t at = pos;
       char32_t cp;
-      if (!utf8::Next(field, &pos, &cp)) break;
+      if (!NextCodePointStrict(field, &pos, &cp)) break;
       if (!known_chars_.count(cp)) return Unseen(cp, at);
     }
     return DS_ERR(kInvalidInput,
@@ -275,7 +275,7 @@ std::vector<size_t> SelectRecords(const TokenizerConfig& config,
     for (const auto& f : records[r]) {
       size_t pos = 0;
       char32_t cp;
-      while (utf8::Next(f, &pos, &cp)) fresh |= seen.insert(cp).second;
+      while (NextCodePointStrict(f, &pos, &cp)) fresh |= seen.insert(cp).second;
     }
     return !only_if_new || fresh;
   };
@@ -363,10 +363,10 @@ Result<std::unique_ptr<Tokenizer>> TrainSentencePiece(
       s.reserve(f.size());
       size_t pos = 0;
       char32_t cp;
-      while (utf8::Next(f, &pos, &cp)) {
+      while (NextCodePointStrict(f, &pos, &cp)) {
         ++code_points;
         auto it = escape_of.find(cp);
-        utf8::Append(it == escape_of.end() ? cp : it->second, &s);
+        AppendCodePoint(&s, it == escape_of.end() ? cp : it->second);
       }
       longest = std::max(longest, s.size());
       sentences.push_back(std::move(s));
@@ -466,8 +466,8 @@ Result<std::unique_ptr<Tokenizer>> LoadSentencePiece(const nlohmann::json& j, bo
     const auto& e = esc[i];
     if (!e.is_array() || e.size() != 2 || !e[0].is_number_unsigned() ||
         !e[1].is_number_unsigned() ||
-        !utf8::IsScalar(int64_t(std::min<uint64_t>(e[0].get<uint64_t>(), 0x7FFFFFFF))) ||
-        !utf8::IsScalar(int64_t(std::min<uint64_t>(e[1].get<uint64_t>(), 0x7FFFFFFF))))
+        !IsScalarValue(int64_t(std::min<uint64_t>(e[0].get<uint64_t>(), 0x7FFFFFFF))) ||
+        !IsScalarValue(int64_t(std::min<uint64_t>(e[1].get<uint64_t>(), 0x7FFFFFFF))))
       return DS_ERR(kCorrupt, "{}: escapes[{}] is not a pair of code points", json_path, i);
     escapes.emplace_back(char32_t(e[0].get<uint64_t>()), char32_t(e[1].get<uint64_t>()));
   }

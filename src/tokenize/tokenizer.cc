@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "tokenize/internal.h"
-#include "tokenize/utf8.h"
+#include "util/utf8.h"
 
 namespace ds {
 
@@ -155,7 +155,7 @@ Result<std::vector<char32_t>> CheckRecords(const TokenizerConfig& config,
           continue;
         }
         char32_t cp;
-        if (!utf8::Next(s, &pos, &cp))
+        if (!NextCodePointStrict(s, &pos, &cp))
           return DS_ERR(kInvalidInput, "training record {}: field {}: invalid UTF-8 at byte {}",
                         r + 1, f + 1, pos);
         other.insert(cp);
@@ -300,7 +300,7 @@ bool RecordDecoder::Push(int32_t id) {
       if (fields_.empty()) fields_.emplace_back();
       const std::string& t = tok_->text(id);
       fields_.back() += t;
-      chars_ += utf8::CountChars(t);
+      chars_ += CountCodePoints(t);
       return false;
     }
     case TokenKind::kDelimiter:

@@ -13,6 +13,29 @@
 // the current field (text(id)), so that generation can detokenize one token at
 // a time (RecordDecoder) and constrained decoding can test a candidate token's
 // text against what the current field may still become.
+//
+// Fixed id layout (every type; tokenizer.json lists the specials in id order):
+//   0 = <n>;  1 = <d> without column markers, or 1..K = <col0>..<col{K-1}>;
+//   text ids follow. Char: code points of the training text, ascending.
+//   SentencePiece: SP piece p >= 1 has id S + p - 1 (S = number of specials);
+//   SP's <unk> has no id. No id is kUnused at present.
+//
+// Policies (details in char_tokenizer.cc / sp_tokenizer.cc):
+//  * EncodeField never emits <unk>: a character the vocabulary lacks, or
+//    invalid UTF-8, is kInvalidInput naming it ("character U+00E9 'é' at byte
+//    3 was not seen in training"); nothing is appended on error.
+//  * SentencePiece: vocab_size is a soft limit on the WHOLE vocabulary
+//    (specials included); "identity" normalization, no dummy prefix, no
+//    whitespace collapsing, so text(id) concatenation is the field byte for
+//    byte. \n, \r, \t and other control / SP-reserved characters are mapped
+//    to private-use stand-ins before SP (the map is in tokenizer.json).
+//    A training record longer than max_line_len bytes (fields + one byte per
+//    separator) is a kInvalidInput error naming it. pretrain_sentence_count
+//    caps the records SP trains on (seeded sample, plus any record holding a
+//    character the sample lacks).
+//  * Training is deterministic for the same records and config (seed).
+//  * A trained or loaded tokenizer is immutable; all const methods are safe
+//    to call from several threads.
 #pragma once
 
 #include <cstdint>
@@ -82,15 +105,24 @@ class Tokenizer {
   virtual Status Save(const std::string& dir) const = 0;
 };
 
-// Trains a tokenizer on `records` (each a list of fields). `workdir` may be
-// used for temporary files.
+// Trains a tokenizer on `records` (each a list of fields; with column markers
+// each must have num_columns fields). Training is in memory: no files.
+// Errors: kInvalidArgument (config), kInvalidInput (records).
 Result<std::unique_ptr<Tokenizer>> TrainTokenizer(
     const TokenizerConfig& config, const std::vector<std::vector<std::string>>& records);
-// Loads a tokenizer saved by Save(); every file is validated.
+// Loads a tokenizer saved by Save(); every file is validated (kNotFound for a
+// missing file, kCorrupt naming the file for anything inconsistent, including
+// a tokenizer.model that is not the one saved with tokenizer.json).
 Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& dir);
 
 // Incremental detokenizer: push sampled ids one at a time; fields grow in place
-// (no re-decoding of the whole line).
+// (no re-decoding of the whole line). A text id appends text(id) to the
+// current field (opening field 0 if none is open); <d> and <colK> open a new
+// field, except that <col0> as the first token opens field 0 (so a leading
+// <d> gives an empty field 0 first). The column index of <colK> is not
+// enforced: callers that care compare fields().size() with num_columns().
+// <n> ends the record (a record with no other token is one empty field).
+// Pushing after done() starts a new record (as if Reset() had been called).
 class RecordDecoder {
  public:
   explicit RecordDecoder(const Tokenizer& tok) : tok_(&tok) { Reset(); }

@@ -325,13 +325,18 @@ class TrainRun {
       EpochResult r;
       bool time_up = false, budget_spent = false;
       DS_RETURN_IF_ERROR(RunEpoch(epoch, opt, &r, &time_up, &budget_spent));
+      if (cfg_.dp && global_step_ >= dp_.max_steps) budget_spent = true;
       bool stop = false;
       if (time_up) {
         stop_reason_ = "time_limit";
         stop = true;
-      } else if (budget_spent || (cfg_.dp && global_step_ >= dp_.max_steps && epoch < cfg_.epochs)) {
+      } else if (cfg_.dp && dp_.max_steps < dp_.plan.steps &&
+                 (budget_spent || global_step_ >= dp_.max_steps)) {
+        // Stopped by --dp-target-epsilon before the planned steps.
         stop_reason_ = "privacy_budget";
         stop = true;
+      } else if (budget_spent) {
+        stop = true;  // the planned ceil(epochs * n / batch_size) steps are done
       } else if (EarlyStop(r)) {
         stop_reason_ = "early_stopping";
         stop = true;

@@ -1,5 +1,7 @@
 #include "util/utf8.h"
 
+#include <fmt/core.h>
+
 #include <cstdint>
 #include <cstring>
 
@@ -159,6 +161,34 @@ bool NextCodePoint(std::string_view sv, size_t* pos, char32_t* cp) {
   *cp = v;
   *pos = i + len;
   return true;
+}
+
+bool NextCodePointStrict(std::string_view s, size_t* pos, char32_t* cp) {
+  size_t i = *pos;
+  if (i >= s.size()) return false;
+  size_t j = i;
+  char32_t c;
+  if (!NextCodePoint(s, &j, &c)) return false;
+  // NextCodePoint maps ill-formed input to U+FFFD; accept a real U+FFFD only
+  // when its bytes are the 3-byte encoding EF BF BD.
+  if (c == kReplacementChar &&
+      !(j - i == 3 && static_cast<unsigned char>(s[i]) == 0xEF &&
+        static_cast<unsigned char>(s[i + 1]) == 0xBF && static_cast<unsigned char>(s[i + 2]) == 0xBD))
+    return false;
+  *pos = j;
+  *cp = c;
+  return true;
+}
+
+std::string DescribeCodePoint(char32_t cp) {
+  std::string s = fmt::format("U+{:04X}", static_cast<uint32_t>(cp));
+  const bool control = cp < 0x20 || (cp >= 0x7F && cp <= 0x9F);
+  if (!control) {
+    s += " '";
+    AppendCodePoint(&s, cp);
+    s += "'";
+  }
+  return s;
 }
 
 }  // namespace ds

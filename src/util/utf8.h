@@ -48,4 +48,23 @@ void AppendCodePoint(std::string* out, char32_t cp);
 //   while (NextCodePoint(s, &pos, &cp)) ...
 bool NextCodePoint(std::string_view s, size_t* pos, char32_t* cp);
 
+// Strict decoding (tokenizers, untrusted files): like NextCodePoint but returns
+// false, leaving *pos unchanged, on ill-formed or truncated UTF-8.
+bool NextCodePointStrict(std::string_view s, size_t* pos, char32_t* cp);
+
+// True for a Unicode scalar value (a code point UTF-8 may encode).
+inline bool IsScalarValue(int64_t cp) {
+  return cp >= 0 && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+}
+
+// The UTF-8 encoding of one code point.
+inline std::string EncodeCodePoint(char32_t cp) {
+  std::string s;
+  AppendCodePoint(&s, cp);
+  return s;
+}
+
+// "U+00E9 'é'" for messages; control characters get no quoted form.
+std::string DescribeCodePoint(char32_t cp);
+
 }  // namespace ds

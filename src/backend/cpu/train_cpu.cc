@@ -1,0 +1,1047 @@
+// CPU training backend: see the equations and policies in cpu_backend.h.
+#include <omp.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "backend/cpu/barrier.h"
+#include "backend/cpu/buffer.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/dropout.h"
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/vmath.h"
+#include "util/rng.h"
+#include "util/status.h"
+
+namespace ds {
+namespace cpu {
+namespace {
+
+// Seconds per phase of Step, printed to stderr when the backend is destroyed if
+// DATASYNTH_CPU_PROFILE is set (for bench/ and tuning): wall clock, or process
+// CPU time with DATASYNTH_CPU_PROFILE=cpu (robust on a loaded machine).
+enum Phase {
+  kRefresh,
+  kEmbed,
+  kFwdGemm,
+  kFwdRec,
+  kDropout,
+  kDense,
+  kBwdRec,
+  kBwdDx,
+  kBwdDw,
+  kEmbGrad,
+  kClip,
+  kOptimizer,
+  kNumPhases
+};
+const char* const kPhaseNames[kNumPhases] = {
+    "weight copies",  "embed+mask0", "fwd x*Wx", "fwd recurrence", "dropout masks", "dense+softmax",
+    "bwd recurrence", "bwd dX",      "bwd dW",   "embedding grad", "clip norms",    "optimizer"};
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+class Profile {
+ public:
+  Profile() {
+    const char* e = std::getenv("DATASYNTH_CPU_PROFILE");
+    on_ = e != nullptr;
+    cpu_ = on_ && std::string(e) == "cpu";
+  }
+  ~Profile() {
+    if (!on_ || steps_ == 0) return;
+    double total = 0;
+    for (double s : sec_) total += s;
+    std::fprintf(stderr, "cpu backend profile, %ld train steps (ms per step):\n", long(steps_));
+    for (int i = 0; i < kNumPhases; ++i)
+      std::fprintf(stderr, "  %-16s %8.2f  %5.1f%%\n", kPhaseNames[i], 1e3 * sec_[i] / steps_,
+                   100 * sec_[i] / total);
+    std::fprintf(stderr, "  %-16s %8.2f\n", "total", 1e3 * total / steps_);
+  }
+  // Starts timing; Mark(p) charges the time since the last mark to p.
+  void Start() {
+    if (on_) t_ = Clock();
+  }
+  void Mark(Phase p) {
+    if (!on_) return;
+    const double n = Clock();
+    sec_[p] += n - t_;
+    t_ = n;
+  }
+  void CountStep() { ++steps_; }
+
+ private:
+  double Clock() const {
+    if (!cpu_) return Now();
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+  }
+  bool on_ = false, cpu_ = false;
+  int64_t steps_ = 0;
+  double t_ = 0;
+  double sec_[kNumPhases] = {};
+};
+
+// Unit block of the internal gate permutation: 16 units (one AVX-512 vector per
+// gate) when H allows, else the whole layer is one block.
+int UnitBlock(int h) { return h % 16 == 0 ? 16 : h; }
+
+// dst [cols, rows] = src [rows, cols]^T, in 16 x 16 tiles.
+void Transpose(const float* src, int rows, int cols, float* dst) {
+  for (int r0 = 0; r0 < rows; r0 += 16)
+    for (int c0 = 0; c0 < cols; c0 += 16)
+      for (int r = r0; r < std::min(rows, r0 + 16); ++r)
+        for (int c = c0; c < std::min(cols, c0 + 16); ++c)
+          dst[size_t(c) * rows + r] = src[size_t(r) * cols + c];
+}
+
+// One barrier per timestep of the recurrence: the yielding SpinBarrier when the
+// team has the planned size, else (OpenMP gave fewer threads) an OpenMP one.
+inline void StepBarrier(SpinBarrier& barrier, int team, int planned) {
+  if (team == planned) {
+    barrier.Wait();
+  } else {
+#pragma omp barrier
+  }
+}
+
+class TrainImpl final : public CpuTrainBackend {
+ public:
+  TrainImpl(const NetworkSpec& spec, int max_batch, int max_steps)
+      : spec_(spec), layout_(ParamLayout::For(spec)), max_b_(max_batch), max_t_(max_steps) {
+    const size_t R = size_t(max_batch) * max_steps;
+    const int V = spec.vocab_size, E = spec.embedding_dim, H = spec.rnn_units, L = spec.num_layers;
+    ub_ = UnitBlock(H);
+    const size_t total = layout_.total;
+    params_.Resize(total);
+    grads_.Resize(total);
+    opt_m_.Resize(total);
+    opt_v_.Resize(total);
+    params_.Zero();
+    grads_.Zero();
+    opt_m_.Zero();
+    opt_v_.Zero();
+    x0_.Resize(R * E);
+    wdt_.Resize(size_t(V) * H);
+    for (int l = 0; l < L; ++l) {
+      const int in = layout_.layers[l].in;
+      wxp_.emplace_back(size_t(in) * 4 * H);
+      whp_.emplace_back(size_t(H) * 4 * H);
+      wxpt_.emplace_back(size_t(in) * 4 * H);
+      whpt_.emplace_back(size_t(H) * 4 * H);
+      bp_.emplace_back(size_t(4) * H);
+      gates_.emplace_back(R * 4 * H);
+      c_.emplace_back(R * H);
+      tc_.emplace_back(R * H);
+      h_.emplace_back(R * H);
+      dz_.emplace_back(R * 4 * H);
+      xd_.emplace_back(spec.dropout_rate > 0 ? R * H : 0);  // dropout(h_l), input of l+1
+    }
+    for (int s = 0; s <= L; ++s)
+      mask_.emplace_back(spec.dropout_rate > 0 ? R * (s == 0 ? E : H) : 0);
+    const size_t wmax = size_t(std::max(E, H));
+    dx_[0].Resize(R * wmax);
+    dx_[1].Resize(R * wmax);
+    dhrec_.Resize(size_t(max_batch) * H);
+    dcn_.Resize(size_t(max_batch) * H);
+    zeros_.Resize(size_t(std::max({E, H, V})));
+    zeros_.Zero();
+    ones_.Resize(H);
+    std::memset(ones_.data(), 1, H);
+    wscratch_.Resize(wmax * 4 * H);
+    bscratch_.Resize(size_t(4) * H);
+  }
+
+  std::string name() const override { return "cpu"; }
+  const NetworkSpec& spec() const override { return spec_; }
+  const ParamLayout& layout() const override { return layout_; }
+
+  void SetParams(const float* host) override {
+    std::memcpy(params_.data(), host, layout_.total * sizeof(float));
+    perm_dirty_ = true;
+  }
+  void GetParams(float* host) const override {
+    std::memcpy(host, params_.data(), layout_.total * sizeof(float));
+  }
+  void GetGrads(float* host) const override {
+    std::memcpy(host, grads_.data(), layout_.total * sizeof(float));
+  }
+  void SetGrads(const float* host) override {
+    std::memcpy(grads_.data(), host, layout_.total * sizeof(float));
+  }
+  void SetThreads(int threads) override { threads_ = std::max(0, threads); }
+
+  StepStats Step(const Batch& batch, bool train, uint64_t dropout_seed,
+                 const PerExampleClip* clip) override;
+  void ForwardLogits(const Batch& batch, float* logits) override;
+  void ApplyOptimizer(const OptimizerConfig& opt, int64_t step) override;
+
+  std::vector<float> GetOptimizerState() const override {
+    std::vector<float> s(2 * layout_.total);
+    std::memcpy(s.data(), opt_m_.data(), layout_.total * sizeof(float));
+    std::memcpy(s.data() + layout_.total, opt_v_.data(), layout_.total * sizeof(float));
+    return s;
+  }
+  Status SetOptimizerState(const std::vector<float>& state) override {
+    if (state.empty()) {
+      opt_m_.Zero();
+      opt_v_.Zero();
+      return Status::Ok();
+    }
+    if (state.size() != 2 * layout_.total) {
+      return DS_ERR(kCorrupt, "optimizer state has {} floats, expected {} (2 x {} parameters)",
+                    state.size(), 2 * layout_.total, layout_.total);
+    }
+    std::memcpy(opt_m_.data(), state.data(), layout_.total * sizeof(float));
+    std::memcpy(opt_v_.data(), state.data() + layout_.total, layout_.total * sizeof(float));
+    return Status::Ok();
+  }
+
+ private:
+  // The big GEMMs over all timesteps: split by us into per-thread serial GEMMs
+  // along `split` (default, measured faster on 2 cores) or, with
+  // DATASYNTH_CPU_GEMM_SPLIT=0, threaded by the library.
+  void BigGemm(char split, bool ta, bool tb, int m, int n, int k, float alpha, const float* a,
+               int lda, const float* b, int ldb, float beta, float* c, int ldc) const {
+    if (split_big_gemms_) {
+      SgemmSplit(nt_, split, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    } else {
+      SgemmThreads(nt_, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
+  }
+  int Threads() const { return threads_ > 0 ? threads_ : std::max(1, omp_get_max_threads()); }
+  void Validate(const Batch& batch) const;
+  float W(const Batch& batch, int b, int t) const {
+    return batch.weights.empty() ? 1.0f : batch.weights[size_t(b) * batch.steps + t];
+  }
+  void RefreshPermuted();
+  void Unpermute(const float* src, int rows, float* dst) const;
+  const float* LayerInput(int l) const {
+    if (l == 0) return x0_.data();
+    return dropout_on_ ? xd_[l - 1].data() : h_[l - 1].data();
+  }
+  void Forward(const Batch& batch, uint64_t seed);
+  void RecurrenceForward(int l);
+  void RecurrenceBackward(int l, const float* dh_above, bool accumulate_bias);
+  void LayerWeightGrads(int l, bool bias_from_colsum);
+  StepStats DenseStage(const Batch& batch, bool train, double count, float* dxd, float* logits_out);
+  StepStats DenseClipNorms(const Batch& batch, float* dxd, double* norm2);
+  void DenseClipGrads(const Batch& batch, const double* scale);
+  void ClipLayerNorms(int l, double* norm2);
+  void ClipEmbeddingNorms(const Batch& batch, const float* dx0, double* norm2);
+  void EmbeddingGrad(const Batch& batch, const float* dx0);
+  void ApplyMaskInPlace(int site, float* x, int width);
+
+  NetworkSpec spec_;
+  ParamLayout layout_;
+  int max_b_, max_t_;
+  int ub_ = 16;
+  int threads_ = 0;
+  // Per-step state, set by Step.
+  int B_ = 0, T_ = 0, R_ = 0, nt_ = 1;
+  bool dropout_on_ = false;
+  bool perm_dirty_ = true;
+  const bool split_big_gemms_ = [] {
+    const char* e = std::getenv("DATASYNTH_CPU_GEMM_SPLIT");
+    return !(e && std::string(e) == "0");
+  }();
+
+  Buffer<float> params_, grads_;       // [total] ParamLayout
+  Buffer<float> opt_m_, opt_v_;        // [total] optimizer slots
+  std::vector<Buffer<float>> wxp_;     // per layer [In, 4H] Wx, gate columns permuted
+  std::vector<Buffer<float>> whp_;     // per layer [H, 4H]
+  std::vector<Buffer<float>> wxpt_;    // per layer [4H, In] = wxp^T (dX = dZ wxpt: a plain NN GEMM)
+  Buffer<float> wdt_;                  // [V, H] = Wd^T (dX = dlogits wdt: a plain NN GEMM)
+  std::vector<Buffer<float>> whpt_;    // per layer [4H, H] = whp^T (per-step dz whpt)
+  std::vector<Buffer<float>> bp_;      // per layer [4H]
+  Buffer<float> x0_;                   // [R, Emb] dropout(E[tok]), time-major rows
+  std::vector<Buffer<float>> gates_;   // per layer [R, 4H] permuted; x Wx, then activated i,f,g,o
+  std::vector<Buffer<float>> c_;       // per layer [R, H] cell state c_t
+  std::vector<Buffer<float>> tc_;      // per layer [R, H] tanh(c_t)
+  std::vector<Buffer<float>> h_;       // per layer [R, H] h_t
+  std::vector<Buffer<float>> xd_;      // per layer [R, H] dropout(h_t) (dropout > 0 only)
+  std::vector<Buffer<uint8_t>> mask_;  // per site [R, width] keep flags (dropout > 0 only)
+  std::vector<Buffer<float>> dz_;      // per layer [R, 4H] permuted dL/dz
+  Buffer<float> dx_[2];                // [R, max(Emb, H)] ping-pong dL/d(layer input)
+  Buffer<float> dhrec_;                // [maxB, H] dz_{t+1} Wh^T
+  Buffer<float> dcn_;                  // [maxB, H] dL/dc_t carried to t-1
+  Buffer<uint8_t> ones_;               // [H] all-ones keep mask (no dropout)
+  Buffer<float> zeros_;                // [max(Emb, H, V)] zeros (c_{-1}, ...)
+  Buffer<float> wscratch_;             // [max(Emb, H), 4H] permuted weight gradient
+  Buffer<float> bscratch_;             // [4H] permuted bias gradient
+  // Dense stage, per thread.
+  std::vector<Buffer<float>> dense_logits_;  // per thread [rows_chunk, V]
+  std::vector<Buffer<float>> dense_dw_;      // per thread [H, V] (thread 0: grads)
+  std::vector<Buffer<float>> dense_db_;      // per thread [V]
+  std::vector<Buffer<float>> gram_;          // per thread [3, T, T] Gram scratch
+  Profile prof_;
+};
+
+void TrainImpl::Validate(const Batch& batch) const {
+  if (batch.batch <= 0 || batch.steps <= 0 || batch.batch > max_b_ || batch.steps > max_t_) {
+    DS_THROW(kInvalidArgument, "batch {}x{} outside the backend's 1..{} x 1..{}", batch.batch,
+             batch.steps, max_b_, max_t_);
+  }
+  const size_t n = size_t(batch.batch) * batch.steps;
+  if (batch.inputs.size() != n || batch.targets.size() != n ||
+      (!batch.weights.empty() && batch.weights.size() != n)) {
+    DS_THROW(kInvalidArgument, "batch arrays do not match {}x{}", batch.batch, batch.steps);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (uint32_t(batch.inputs[i]) >= uint32_t(spec_.vocab_size) ||
+        uint32_t(batch.targets[i]) >= uint32_t(spec_.vocab_size)) {
+      DS_THROW(kInvalidArgument, "token id out of range [0, {}) at position {}", spec_.vocab_size,
+               i);
+    }
+  }
+}
+
+// Standard gate-major column c = g*H + k*ub + u  <->  permuted k*4ub + g*ub + u.
+void TrainImpl::RefreshPermuted() {
+  if (!perm_dirty_) return;
+  const int H = spec_.rnn_units, ub = ub_, nb = H / ub;
+  auto permute = [&](const float* src, int rows, float* dst) {
+    for (int r = 0; r < rows; ++r)
+      for (int k = 0; k < nb; ++k)
+        for (int g = 0; g < 4; ++g)
+          std::memcpy(dst + size_t(r) * 4 * H + (k * 4 + g) * ub,
+                      src + size_t(r) * 4 * H + g * H + k * ub, ub * sizeof(float));
+  };
+  for (int l = 0; l < spec_.num_layers; ++l) {
+    const auto& L = layout_.layers[l];
+    permute(params_.data() + L.wx, L.in, wxp_[l].data());
+    permute(params_.data() + L.wh, H, whp_[l].data());
+    permute(params_.data() + L.b, 1, bp_[l].data());
+    Transpose(wxp_[l].data(), L.in, 4 * H, wxpt_[l].data());
+    Transpose(whp_[l].data(), H, 4 * H, whpt_[l].data());
+  }
+  Transpose(params_.data() + layout_.dense_w, H, spec_.vocab_size, wdt_.data());
+  perm_dirty_ = false;
+}
+
+void TrainImpl::Unpermute(const float* src, int rows, float* dst) const {
+  const int H = spec_.rnn_units, ub = ub_, nb = H / ub;
+  for (int r = 0; r < rows; ++r)
+    for (int k = 0; k < nb; ++k)
+      for (int g = 0; g < 4; ++g)
+        std::memcpy(dst + size_t(r) * 4 * H + g * H + k * ub,
+                    src + size_t(r) * 4 * H + (k * 4 + g) * ub, ub * sizeof(float));
+}
+
+void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
+  const int B = B_, T = T_, E = spec_.embedding_dim, H = spec_.rnn_units;
+  const float keep_scale = dropout_on_ ? 1.0f / (1.0f - spec_.dropout_rate) : 1.0f;
+  const float* emb = params_.data() + layout_.embedding;
+  // Embedding lookup (+ dropout site 0), one timestep per iteration.
+#pragma omp parallel for num_threads(nt_) schedule(static)
+  for (int t = 0; t < T; ++t) {
+    uint8_t* m = dropout_on_ ? mask_[0].data() + size_t(t) * B * E : nullptr;
+    if (m) DrawKeepMask(seed, 0, t, spec_.dropout_rate, m, size_t(B) * E);
+    for (int b = 0; b < B; ++b) {
+      const float* src = emb + size_t(batch.inputs[size_t(b) * T + t]) * E;
+      float* dst = x0_.data() + (size_t(t) * B + b) * E;
+      if (m) {
+        const uint8_t* mb = m + size_t(b) * E;
+#pragma omp simd
+        for (int e = 0; e < E; ++e) dst[e] = src[e] * (float(mb[e]) * keep_scale);
+      } else {
+        std::memcpy(dst, src, E * sizeof(float));
+      }
+    }
+  }
+  prof_.Mark(kEmbed);
+  for (int l = 0; l < spec_.num_layers; ++l) {
+    const int in = layout_.layers[l].in;
+    BigGemm('m', false, false, R_, 4 * H, in, 1.0f, LayerInput(l), in, wxp_[l].data(), 4 * H, 0.0f,
+            gates_[l].data(), 4 * H);
+    prof_.Mark(kFwdGemm);
+    RecurrenceForward(l);
+    prof_.Mark(kFwdRec);
+    if (dropout_on_) {
+#pragma omp parallel for num_threads(nt_) schedule(static)
+      for (int t = 0; t < T; ++t) {
+        const size_t off = size_t(t) * B * H, n = size_t(B) * H;
+        uint8_t* m = mask_[l + 1].data() + off;
+        DrawKeepMask(seed, l + 1, t, spec_.dropout_rate, m, n);
+        const float* src = h_[l].data() + off;
+        float* dst = xd_[l].data() + off;
+#pragma omp simd
+        for (size_t i = 0; i < n; ++i) dst[i] = src[i] * (float(m[i]) * keep_scale);
+      }
+      prof_.Mark(kDropout);
+    }
+  }
+}
+
+void TrainImpl::RecurrenceForward(int l) {
+  const int B = B_, T = T_, H = spec_.rnn_units, ub = ub_, nb = H / ub, H4 = 4 * H;
+  const int ntr = std::min(nt_, nb);
+  float* gates = gates_[l].data();
+  float* cbuf = c_[l].data();
+  float* tcbuf = tc_[l].data();
+  float* hbuf = h_[l].data();
+  const float* whp = whp_[l].data();
+  const float* bp = bp_[l].data();
+  const float* zeros = zeros_.data();
+  SpinBarrier barrier(ntr);
+#pragma omp parallel num_threads(ntr)
+  {
+    const int j = omp_get_thread_num(), nj = omp_get_num_threads();
+    const int k0 = j * nb / nj, k1 = (j + 1) * nb / nj;
+    const int c0 = k0 * 4 * ub, nc = (k1 - k0) * 4 * ub;
+    for (int t = 0; t < T; ++t) {
+      float* z = gates + size_t(t) * B * H4;  // [B, 4H]
+      if (t > 0 && nc > 0) {
+        SgemmSerial(false, false, B, nc, H, 1.0f, hbuf + size_t(t - 1) * B * H, H, whp + c0, H4,
+                    1.0f, z + c0, H4);
+      }
+      for (int b = 0; b < B; ++b) {
+        const size_t row = size_t(t) * B + b;
+        for (int k = k0; k < k1; ++k) {
+          float* zr = z + size_t(b) * H4 + k * 4 * ub;  // [i f g o] x ub
+          const float* bb = bp + k * 4 * ub;
+          const float* cp = t > 0 ? cbuf + (row - B) * H + k * ub : zeros;
+          float* cr = cbuf + row * H + k * ub;
+          float* tcr = tcbuf + row * H + k * ub;
+          float* hr = hbuf + row * H + k * ub;
+          LstmCell(ub, zr, zr + ub, zr + 2 * ub, zr + 3 * ub, bb, bb + ub, bb + 2 * ub, bb + 3 * ub,
+                   cp, cr, tcr, hr);
+        }
+      }
+      StepBarrier(barrier, nj, ntr);
+    }
+  }
+}
+
+// dh_above: [R, H] dL/d(dropout(h_l)) (pre-mask) from the layer above / dense.
+// Writes dz_[l]; with accumulate_bias, the permuted bias gradient to bscratch_.
+void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate_bias) {
+  const int B = B_, T = T_, H = spec_.rnn_units, ub = ub_, nb = H / ub, H4 = 4 * H;
+  const int ntr = std::min(nt_, nb);
+  const float* gates = gates_[l].data();
+  const float* cbuf = c_[l].data();
+  const float* tcbuf = tc_[l].data();
+  const float* whpt = whpt_[l].data();
+  const uint8_t* mask = dropout_on_ ? mask_[l + 1].data() : nullptr;
+  const float keep_scale = dropout_on_ ? 1.0f / (1.0f - spec_.dropout_rate) : 1.0f;
+  float* dz = dz_[l].data();
+  float* dhrec = dhrec_.data();
+  float* dcn = dcn_.data();
+  float* db = bscratch_.data();
+  const float* zeros = zeros_.data();
+  const uint8_t* ones = ones_.data();
+  SpinBarrier barrier(ntr);
+#pragma omp parallel num_threads(ntr)
+  {
+    const int j = omp_get_thread_num(), nj = omp_get_num_threads();
+    const int k0 = j * nb / nj, k1 = (j + 1) * nb / nj;
+    const int u0 = k0 * ub, nu = (k1 - k0) * ub;
+    for (int b = 0; b < B; ++b) {
+      std::memset(dhrec + size_t(b) * H + u0, 0, nu * sizeof(float));
+      std::memset(dcn + size_t(b) * H + u0, 0, nu * sizeof(float));
+    }
+    if (accumulate_bias) std::memset(db + 4 * u0, 0, 4 * nu * sizeof(float));
+    for (int t = T - 1; t >= 0; --t) {
+      float* dzt = dz + size_t(t) * B * H4;  // [B, 4H]
+      if (t < T - 1 && nu > 0) {
+        // dhrec[:, u0:u0+nu] = dz_{t+1} [B, 4H] x whpt[:, u0:u0+nu]
+        SgemmSerial(false, false, B, nu, H4, 1.0f, dzt + size_t(B) * H4, H4, whpt + u0, H, 0.0f,
+                    dhrec + u0, H);
+      }
+      for (int b = 0; b < B; ++b) {
+        const size_t row = size_t(t) * B + b;
+        for (int k = k0; k < k1; ++k) {
+          const int uo = k * ub;
+          const float* gr = gates + row * H4 + k * 4 * ub;
+          float* dzr = dzt + size_t(b) * H4 + k * 4 * ub;
+          const float* cr = cbuf + row * H + uo;
+          const float* cp = t > 0 ? cbuf + (row - B) * H + uo : zeros;
+          const float* tcr = tcbuf + row * H + uo;
+          const float* dha = dh_above + row * H + uo;
+          // Without dropout: all-ones mask (keep_scale 1), no branch in the loop.
+          const uint8_t* mr = mask ? mask + row * H + uo : ones;
+          float* dhr = dhrec + size_t(b) * H + uo;
+          float* dcr = dcn + size_t(b) * H + uo;
+          float* dbr = db + k * 4 * ub;
+#pragma omp simd
+          for (int u = 0; u < ub; ++u) {
+            float m = float(mr[u]) * keep_scale;
+            float dh = dha[u] * m + dhr[u];
+            float i = gr[u], f = gr[ub + u], g = gr[2 * ub + u], o = gr[3 * ub + u];
+            float tch = tcr[u];
+            float dc = dh * o * (1.0f - tch * tch) + dcr[u];
+            float dzi = dc * g * i * (1.0f - i);
+            float dzf = dc * cp[u] * f * (1.0f - f);
+            float dzg = dc * i * (1.0f - g * g);
+            float dzo = dh * tch * o * (1.0f - o);
+            dcr[u] = dc * f;
+            dzr[u] = dzi;
+            dzr[ub + u] = dzf;
+            dzr[2 * ub + u] = dzg;
+            dzr[3 * ub + u] = dzo;
+            (void)cr;
+          }
+          if (accumulate_bias) {
+#pragma omp simd
+            for (int u = 0; u < 4 * ub; ++u) dbr[u] += dzr[u];
+          }
+        }
+      }
+      StepBarrier(barrier, nj, ntr);
+    }
+  }
+}
+
+// Weight gradients of layer l from dz_[l] (already scaled on the clip path):
+// dWh = H_{prev}^T dZ, dWx = X^T dZ, db = bscratch_ (or colsum dZ).
+void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum) {
+  const int B = B_, T = T_, H = spec_.rnn_units, H4 = 4 * H;
+  const auto& Ly = layout_.layers[l];
+  float* g = grads_.data();
+  if (T > 1) {
+    BigGemm('n', true, false, H, H4, (T - 1) * B, 1.0f, h_[l].data(), H,
+            dz_[l].data() + size_t(B) * H4, H4, 0.0f, wscratch_.data(), H4);
+    Unpermute(wscratch_.data(), H, g + Ly.wh);
+  } else {
+    std::memset(g + Ly.wh, 0, size_t(H) * H4 * sizeof(float));
+  }
+  BigGemm('n', true, false, Ly.in, H4, R_, 1.0f, LayerInput(l), Ly.in, dz_[l].data(), H4, 0.0f,
+          wscratch_.data(), H4);
+  Unpermute(wscratch_.data(), Ly.in, g + Ly.wx);
+  if (bias_from_colsum) {
+    float* db = bscratch_.data();
+    const float* dz = dz_[l].data();
+    const int R = R_;
+#pragma omp parallel for num_threads(nt_) schedule(static)
+    for (int c0 = 0; c0 < H4; c0 += 16) {
+      const int c1 = std::min(H4, c0 + 16);
+      float acc[16] = {0};
+      for (int r = 0; r < R; ++r)
+        for (int c = c0; c < c1; ++c) acc[c - c0] += dz[size_t(r) * H4 + c];
+      for (int c = c0; c < c1; ++c) db[c] = acc[c - c0];
+    }
+  }
+  Unpermute(bscratch_.data(), 1, g + Ly.b);
+}
+
+void TrainImpl::ApplyMaskInPlace(int site, float* x, int width) {
+  if (!dropout_on_) return;
+  const float keep_scale = 1.0f / (1.0f - spec_.dropout_rate);
+  const uint8_t* m = mask_[site].data();
+  const size_t n = size_t(R_) * width;
+#pragma omp parallel for simd num_threads(nt_) schedule(static)
+  for (size_t i = 0; i < n; ++i) x[i] *= float(m[i]) * keep_scale;
+}
+
+// dx0: [R, Emb] dL/d(E[tok]) (mask already applied). dE[tok_r] += dx0_r, split
+// by embedding columns across threads (no conflicts, fixed order).
+void TrainImpl::EmbeddingGrad(const Batch& batch, const float* dx0) {
+  const int B = B_, T = T_, E = spec_.embedding_dim, V = spec_.vocab_size;
+  float* de = grads_.data() + layout_.embedding;
+  std::memset(de, 0, size_t(V) * E * sizeof(float));
+#pragma omp parallel num_threads(nt_)
+  {
+    const int j = omp_get_thread_num(), nj = omp_get_num_threads();
+    const int e0 = (E * j / nj) & ~15, e1 = j == nj - 1 ? E : (E * (j + 1) / nj) & ~15;
+    for (int t = 0; t < T; ++t)
+      for (int b = 0; b < B; ++b) {
+        const float* src = dx0 + (size_t(t) * B + b) * E;
+        float* dst = de + size_t(batch.inputs[size_t(b) * T + t]) * E;
+#pragma omp simd
+        for (int e = e0; e < e1; ++e) dst[e] += src[e];
+      }
+  }
+}
+
+// Softmax cross-entropy over one row of logits (bias added here). Returns
+// {CE, correct}; with dl_scale != 0 overwrites the row with
+// dl_scale * (softmax - onehot(target)).
+struct RowResult {
+  double ce;
+  bool correct;
+};
+inline RowResult SoftmaxRow(float* x, const float* bias, int V, int target, float dl_scale,
+                            bool grad) {
+  float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+  for (int v = 0; v < V; ++v) {
+    x[v] += bias[v];
+    mx = x[v] > mx ? x[v] : mx;
+  }
+  int arg = 0;
+  while (x[arg] != mx) ++arg;
+  float sum = 0;
+  const float xt = x[target];
+  if (grad) {
+#pragma omp simd reduction(+ : sum)
+    for (int v = 0; v < V; ++v) {
+      x[v] = FastExp(x[v] - mx);
+      sum += x[v];
+    }
+    const float s = dl_scale / sum;
+#pragma omp simd
+    for (int v = 0; v < V; ++v) x[v] *= s;
+    x[target] -= dl_scale;
+  } else {
+#pragma omp simd reduction(+ : sum)
+    for (int v = 0; v < V; ++v) sum += FastExp(x[v] - mx);
+  }
+  return {double(std::log(sum)) + double(mx) - double(xt), arg == target};
+}
+
+// Rows split in contiguous per-thread ranges, each processed in chunks:
+// logits = X Wd (+bd), softmax CE, and when training dlogits in place,
+// dWd_j += X^T dl, dbd_j += colsum dl, dX = dl Wd^T. Per-thread dWd/dbd are
+// summed in thread order.
+StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, float* dxd,
+                                float* logits_out) {
+  const int B = B_, T = T_, R = R_, H = spec_.rnn_units, V = spec_.vocab_size;
+  const float* xd = LayerInput(spec_.num_layers);
+  const float* wd = params_.data() + layout_.dense_w;
+  const float* bd = params_.data() + layout_.dense_b;
+  const int nt = std::min(nt_, std::max(1, R / 64));
+  const int chunk = std::clamp((1 << 20) / std::max(V, 1), 64, 2048);
+  dense_logits_.resize(std::max<size_t>(dense_logits_.size(), nt));
+  dense_dw_.resize(std::max<size_t>(dense_dw_.size(), nt));
+  dense_db_.resize(std::max<size_t>(dense_db_.size(), nt));
+  std::vector<StepStats> part(nt);
+  const float inv_count = count > 0 ? float(1.0 / count) : 0.0f;
+#pragma omp parallel num_threads(nt)
+  {
+    const int j = omp_get_thread_num();
+    const int r0 = int(int64_t(R) * j / nt), r1 = int(int64_t(R) * (j + 1) / nt);
+    auto& lg = dense_logits_[j];
+    lg.Reserve(size_t(chunk) * V);
+    float* dw = nullptr;
+    float* db = nullptr;
+    if (train) {
+      dense_db_[j].Reserve(V);
+      db = dense_db_[j].data();
+      std::memset(db, 0, V * sizeof(float));
+      if (j == 0) {
+        dw = grads_.data() + layout_.dense_w;
+      } else {
+        dense_dw_[j].Reserve(size_t(H) * V);
+        dw = dense_dw_[j].data();
+      }
+    }
+    StepStats st;
+    bool first = true;
+    for (int r = r0; r < r1; r += chunk) {
+      const int n = std::min(chunk, r1 - r);
+      float* x = lg.data();  // [n, V]
+      SgemmSerial(false, false, n, V, H, 1.0f, xd + size_t(r) * H, H, wd, V, 0.0f, x, V);
+      for (int i = 0; i < n; ++i) {
+        const int row = r + i, t = row / B, b = row % B;
+        const float w = W(batch, b, t);
+        const int target = batch.targets[size_t(b) * T + t];
+        float* xr = x + size_t(i) * V;
+        if (logits_out) {
+#pragma omp simd
+          for (int v = 0; v < V; ++v) logits_out[(size_t(b) * T + t) * V + v] = xr[v] + bd[v];
+        }
+        RowResult rr = SoftmaxRow(xr, bd, V, target, w * inv_count, train);
+        st.loss_sum += double(w) * rr.ce;
+        st.correct += rr.correct ? double(w) : 0.0;
+        st.count += w;
+      }
+      if (train) {
+        SgemmSerial(true, false, H, V, n, 1.0f, xd + size_t(r) * H, H, x, V, first ? 0.0f : 1.0f,
+                    dw, V);
+        for (int i = 0; i < n; ++i) {
+          const float* xr = x + size_t(i) * V;
+#pragma omp simd
+          for (int v = 0; v < V; ++v) db[v] += xr[v];
+        }
+        SgemmSerial(false, false, n, H, V, 1.0f, x, V, wdt_.data(), H, 0.0f, dxd + size_t(r) * H,
+                    H);
+        first = false;
+      }
+    }
+    if (train && first) std::memset(dw, 0, size_t(H) * V * sizeof(float));
+    part[j] = st;
+  }
+  if (train) {
+    float* gw = grads_.data() + layout_.dense_w;
+    float* gb = grads_.data() + layout_.dense_b;
+    const size_t n = size_t(H) * V;
+    if (nt > 1) {
+#pragma omp parallel for num_threads(nt_) schedule(static)
+      for (size_t i = 0; i < n; i += 1024) {
+        const size_t e = std::min(n, i + 1024);
+        for (int j = 1; j < nt; ++j) {
+          const float* src = dense_dw_[j].data();
+          for (size_t k = i; k < e; ++k) gw[k] += src[k];
+        }
+      }
+    }
+    for (int v = 0; v < V; ++v) {
+      float s = dense_db_[0].data()[v];
+      for (int j = 1; j < nt; ++j) s += dense_db_[j].data()[v];
+      gb[v] = s;
+    }
+  }
+  StepStats st;
+  for (const auto& p : part) {
+    st.loss_sum += p.loss_sum;
+    st.correct += p.correct;
+    st.count += p.count;
+  }
+  return st;
+}
+
+// Per-example dense pass for PerExampleClip: logits_b = X_b Wd + bd ([T, V],
+// rows t*B+b of the time-major input, lda = B*H), example-normalised dlogits,
+// dX_b = dl Wd^T, and the dense part of ||g_b||^2:
+// sum_{t,s} (x_t.x_s)(d_t.d_s) + ||sum_t d_t||^2.
+StepStats TrainImpl::DenseClipNorms(const Batch& batch, float* dxd, double* norm2) {
+  const int B = B_, T = T_, H = spec_.rnn_units, V = spec_.vocab_size;
+  const float* xd = LayerInput(spec_.num_layers);
+  const float* wd = params_.data() + layout_.dense_w;
+  const float* bd = params_.data() + layout_.dense_b;
+  const int nt = std::min(nt_, B);
+  dense_logits_.resize(std::max<size_t>(dense_logits_.size(), nt));
+  dense_db_.resize(std::max<size_t>(dense_db_.size(), nt));
+  gram_.resize(std::max<size_t>(gram_.size(), nt));
+  std::vector<StepStats> per(B);
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int b = 0; b < B; ++b) {
+    const int j = omp_get_thread_num();
+    dense_logits_[j].Reserve(size_t(T) * V);
+    dense_db_[j].Reserve(V);
+    gram_[j].Reserve(size_t(3) * T * T);
+    float* x = dense_logits_[j].data();   // [T, V]
+    float* colsum = dense_db_[j].data();  // [V]
+    float* ga = gram_[j].data();          // [T, T]
+    float* gd = ga + size_t(T) * T;       // [T, T]
+    double wsum = 0;
+    for (int t = 0; t < T; ++t) wsum += W(batch, b, t);
+    const float inv = wsum > 0 ? float(1.0 / wsum) : 0.0f;
+    SgemmSerial(false, false, T, V, H, 1.0f, xd + size_t(b) * H, B * H, wd, V, 0.0f, x, V);
+    StepStats st;
+    for (int t = 0; t < T; ++t) {
+      const float w = W(batch, b, t);
+      RowResult rr =
+          SoftmaxRow(x + size_t(t) * V, bd, V, batch.targets[size_t(b) * T + t], w * inv, true);
+      st.loss_sum += double(w) * rr.ce;
+      st.correct += rr.correct ? double(w) : 0.0;
+      st.count += w;
+    }
+    per[b] = st;
+    SgemmSerial(false, false, T, H, V, 1.0f, x, V, wdt_.data(), H, 0.0f, dxd + size_t(b) * H,
+                B * H);
+    SgemmSerial(false, true, T, T, H, 1.0f, xd + size_t(b) * H, B * H, xd + size_t(b) * H, B * H,
+                0.0f, ga, T);
+    SgemmSerial(false, true, T, T, V, 1.0f, x, V, x, V, 0.0f, gd, T);
+    double n2 = 0;
+    for (size_t i = 0; i < size_t(T) * T; ++i) n2 += double(ga[i]) * gd[i];
+    std::memset(colsum, 0, V * sizeof(float));
+    for (int t = 0; t < T; ++t)
+      for (int v = 0; v < V; ++v) colsum[v] += x[size_t(t) * V + v];
+    for (int v = 0; v < V; ++v) n2 += double(colsum[v]) * colsum[v];
+    norm2[b] += n2;
+  }
+  StepStats st;
+  for (const auto& p : per) {
+    st.loss_sum += p.loss_sum;
+    st.correct += p.correct;
+    st.count += p.count;
+  }
+  return st;
+}
+
+// Gradient pass of the clip path: dlogits recomputed per example, scaled by
+// scale[b] (clip factor / example weight), dWd = sum_b X_b^T dl_b, dbd.
+void TrainImpl::DenseClipGrads(const Batch& batch, const double* scale) {
+  const int B = B_, T = T_, H = spec_.rnn_units, V = spec_.vocab_size;
+  const float* xd = LayerInput(spec_.num_layers);
+  const float* wd = params_.data() + layout_.dense_w;
+  const float* bd = params_.data() + layout_.dense_b;
+  const int nt = std::min(nt_, B);
+  dense_dw_.resize(std::max<size_t>(dense_dw_.size(), nt));
+#pragma omp parallel num_threads(nt)
+  {
+    const int j = omp_get_thread_num();
+    const int b0 = B * j / nt, b1 = B * (j + 1) / nt;
+    float* x = dense_logits_[j].data();  // [T, V] (reserved by DenseClipNorms)
+    float* db = dense_db_[j].data();     // [V]
+    float* dw;
+    if (j == 0) {
+      dw = grads_.data() + layout_.dense_w;
+    } else {
+      dense_dw_[j].Reserve(size_t(H) * V);
+      dw = dense_dw_[j].data();
+    }
+    std::memset(db, 0, V * sizeof(float));
+    std::memset(dw, 0, size_t(H) * V * sizeof(float));
+    for (int b = b0; b < b1; ++b) {
+      SgemmSerial(false, false, T, V, H, 1.0f, xd + size_t(b) * H, B * H, wd, V, 0.0f, x, V);
+      for (int t = 0; t < T; ++t)
+        SoftmaxRow(x + size_t(t) * V, bd, V, batch.targets[size_t(b) * T + t],
+                   float(W(batch, b, t) * scale[b]), true);
+      SgemmSerial(true, false, H, V, T, 1.0f, xd + size_t(b) * H, B * H, x, V, 1.0f, dw, V);
+      for (int t = 0; t < T; ++t)
+        for (int v = 0; v < V; ++v) db[v] += x[size_t(t) * V + v];
+    }
+  }
+  float* gw = grads_.data() + layout_.dense_w;
+  float* gb = grads_.data() + layout_.dense_b;
+  for (int j = 1; j < nt; ++j) {
+    const float* src = dense_dw_[j].data();
+    for (size_t k = 0; k < size_t(H) * V; ++k) gw[k] += src[k];
+  }
+  for (int v = 0; v < V; ++v) {
+    float s = 0;
+    for (int j = 0; j < nt; ++j) s += dense_db_[j].data()[v];
+    gb[v] = s;
+  }
+}
+
+// Layer l's part of ||g_b||^2 from unscaled dz_[l]:
+// sum_{t,s} (dz_t.dz_s) ((x_t.x_s) + (h_{t-1}.h_{s-1})) + ||sum_t dz_t||^2.
+void TrainImpl::ClipLayerNorms(int l, double* norm2) {
+  const int B = B_, T = T_, H = spec_.rnn_units, H4 = 4 * H, in = layout_.layers[l].in;
+  const float* x = LayerInput(l);
+  const float* h = h_[l].data();
+  const float* dz = dz_[l].data();
+  const int nt = std::min(nt_, B);
+  gram_.resize(std::max<size_t>(gram_.size(), nt));
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int b = 0; b < B; ++b) {
+    const int j = omp_get_thread_num();
+    gram_[j].Reserve(size_t(3) * T * T + H4);
+    float* gx = gram_[j].data();         // [T, T]
+    float* gh = gx + size_t(T) * T;      // [T-1, T-1]
+    float* gz = gh + size_t(T) * T;      // [T, T]
+    float* colsum = gz + size_t(T) * T;  // [4H]
+    SgemmSerial(false, true, T, T, in, 1.0f, x + size_t(b) * in, B * in, x + size_t(b) * in, B * in,
+                0.0f, gx, T);
+    SgemmSerial(false, true, T, T, H4, 1.0f, dz + size_t(b) * H4, B * H4, dz + size_t(b) * H4,
+                B * H4, 0.0f, gz, T);
+    if (T > 1)
+      SgemmSerial(false, true, T - 1, T - 1, H, 1.0f, h + size_t(b) * H, B * H, h + size_t(b) * H,
+                  B * H, 0.0f, gh, T - 1);
+    double n2 = 0;
+    for (int t = 0; t < T; ++t)
+      for (int s = 0; s < T; ++s) {
+        double a = gx[size_t(t) * T + s];
+        if (t > 0 && s > 0) a += gh[size_t(t - 1) * (T - 1) + (s - 1)];
+        n2 += double(gz[size_t(t) * T + s]) * a;
+      }
+    std::memset(colsum, 0, H4 * sizeof(float));
+    for (int t = 0; t < T; ++t) {
+      const float* r = dz + (size_t(t) * B + b) * H4;
+      for (int c = 0; c < H4; ++c) colsum[c] += r[c];
+    }
+    for (int c = 0; c < H4; ++c) n2 += double(colsum[c]) * colsum[c];
+    norm2[b] += n2;
+  }
+}
+
+// Embedding part: sum over position pairs with the same token of dx_t.dx_s.
+void TrainImpl::ClipEmbeddingNorms(const Batch& batch, const float* dx0, double* norm2) {
+  const int B = B_, T = T_, E = spec_.embedding_dim;
+  const int nt = std::min(nt_, B);
+  gram_.resize(std::max<size_t>(gram_.size(), nt));
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int b = 0; b < B; ++b) {
+    const int j = omp_get_thread_num();
+    gram_[j].Reserve(size_t(T) * T);
+    float* g = gram_[j].data();  // [T, T]
+    SgemmSerial(false, true, T, T, E, 1.0f, dx0 + size_t(b) * E, B * E, dx0 + size_t(b) * E, B * E,
+                0.0f, g, T);
+    const int32_t* tok = batch.inputs.data() + size_t(b) * T;
+    double n2 = 0;
+    for (int t = 0; t < T; ++t)
+      for (int s = 0; s < T; ++s)
+        if (tok[t] == tok[s]) n2 += g[size_t(t) * T + s];
+    norm2[b] += n2;
+  }
+}
+
+StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
+                          const PerExampleClip* clip) {
+  Validate(batch);
+  B_ = batch.batch;
+  T_ = batch.steps;
+  R_ = B_ * T_;
+  nt_ = Threads();
+  dropout_on_ = train && spec_.dropout_rate > 0;
+  prof_.Start();
+  if (train) prof_.CountStep();
+  RefreshPermuted();
+  prof_.Mark(kRefresh);
+  Forward(batch, dropout_seed);
+  const int L = spec_.num_layers, E = spec_.embedding_dim, H = spec_.rnn_units;
+  if (!train) return DenseStage(batch, false, 0, nullptr, nullptr);
+
+  double count = 0;
+  if (batch.weights.empty()) {
+    count = double(R_);
+  } else {
+    for (float w : batch.weights) count += w;
+  }
+  int cur = 0;  // dx_[cur]: dL/d(input of the layer above), pre-mask
+  if (!clip) {
+    StepStats st = DenseStage(batch, true, count, dx_[cur].data(), nullptr);
+    prof_.Mark(kDense);
+    for (int l = L - 1; l >= 0; --l) {
+      RecurrenceBackward(l, dx_[cur].data(), /*accumulate_bias=*/true);
+      prof_.Mark(kBwdRec);
+      const int in = layout_.layers[l].in;
+      BigGemm('m', false, false, R_, in, 4 * H, 1.0f, dz_[l].data(), 4 * H, wxpt_[l].data(), in,
+              0.0f, dx_[1 - cur].data(), in);
+      prof_.Mark(kBwdDx);
+      cur = 1 - cur;
+      LayerWeightGrads(l, /*bias_from_colsum=*/false);
+      prof_.Mark(kBwdDw);
+    }
+    ApplyMaskInPlace(0, dx_[cur].data(), E);
+    EmbeddingGrad(batch, dx_[cur].data());
+    prof_.Mark(kEmbGrad);
+    return st;
+  }
+
+  // PerExampleClip path (see cpu_backend.h).
+  const int B = B_, T = T_;
+  std::vector<double> norm2(B, 0.0);
+  StepStats st = DenseClipNorms(batch, dx_[cur].data(), norm2.data());
+  prof_.Mark(kClip);
+  for (int l = L - 1; l >= 0; --l) {
+    RecurrenceBackward(l, dx_[cur].data(), /*accumulate_bias=*/false);
+    const int in = layout_.layers[l].in;
+    BigGemm('m', false, false, R_, in, 4 * H, 1.0f, dz_[l].data(), 4 * H, wxpt_[l].data(), in, 0.0f,
+            dx_[1 - cur].data(), in);
+    cur = 1 - cur;
+    ClipLayerNorms(l, norm2.data());
+  }
+  float* dx0 = dx_[cur].data();
+  ApplyMaskInPlace(0, dx0, E);
+  ClipEmbeddingNorms(batch, dx0, norm2.data());
+  std::vector<float> s(B);             // clip factor per example
+  std::vector<double> dense_scale(B);  // clip factor / example weight sum
+  if (clip->norms) clip->norms->assign(B, 0.0f);
+  for (int b = 0; b < B; ++b) {
+    const double n = std::sqrt(std::max(0.0, norm2[b]));
+    s[b] = n > clip->l2_norm_clip ? float(clip->l2_norm_clip / n) : 1.0f;
+    if (clip->norms) (*clip->norms)[b] = float(n);
+    double wsum = 0;
+    for (int t = 0; t < T; ++t) wsum += W(batch, b, t);
+    dense_scale[b] = wsum > 0 ? s[b] / wsum : 0.0;
+  }
+  // Scale each example's rows of dZ (every layer) and dX_0.
+#pragma omp parallel for num_threads(nt_) schedule(static)
+  for (int t = 0; t < T; ++t) {
+    for (int b = 0; b < B; ++b) {
+      const size_t row = size_t(t) * B + b;
+      const float sb = s[b];
+      for (int l = 0; l < L; ++l) {
+        float* r = dz_[l].data() + row * 4 * H;
+#pragma omp simd
+        for (int c = 0; c < 4 * H; ++c) r[c] *= sb;
+      }
+      float* r = dx0 + row * E;
+#pragma omp simd
+      for (int e = 0; e < E; ++e) r[e] *= sb;
+    }
+  }
+  for (int l = 0; l < L; ++l) LayerWeightGrads(l, /*bias_from_colsum=*/true);
+  EmbeddingGrad(batch, dx0);
+  DenseClipGrads(batch, dense_scale.data());
+  prof_.Mark(kClip);
+  return st;
+}
+
+void TrainImpl::ForwardLogits(const Batch& batch, float* logits) {
+  Validate(batch);
+  B_ = batch.batch;
+  T_ = batch.steps;
+  R_ = B_ * T_;
+  nt_ = Threads();
+  dropout_on_ = false;
+  RefreshPermuted();
+  Forward(batch, 0);
+  DenseStage(batch, false, 0, nullptr, logits);
+}
+
+void TrainImpl::ApplyOptimizer(const OptimizerConfig& opt, int64_t step) {
+  const size_t n = layout_.total;
+  float* p = params_.data();
+  const float* g = grads_.data();
+  float* m = opt_m_.data();
+  float* v = opt_v_.data();
+  const float lr = opt.learning_rate, eps = opt.epsilon;
+  const int nt = Threads();
+  prof_.Start();
+  if (opt.name == "rmsprop") {
+    const float rho = opt.rho;
+#pragma omp parallel for simd num_threads(nt) schedule(static)
+    for (size_t i = 0; i < n; ++i) {
+      const float gi = g[i];
+      const float vi = rho * v[i] + (1.0f - rho) * gi * gi;
+      v[i] = vi;
+      p[i] -= lr * gi / std::sqrt(vi + eps);
+    }
+  } else if (opt.name == "adam") {
+    if (step < 1) DS_THROW(kInvalidArgument, "adam: step counts from 1, got {}", step);
+    const float b1 = opt.beta1, b2 = opt.beta2;
+    const float lr_t = float(double(lr) * std::sqrt(1.0 - std::pow(double(b2), double(step))) /
+                             (1.0 - std::pow(double(b1), double(step))));
+#pragma omp parallel for simd num_threads(nt) schedule(static)
+    for (size_t i = 0; i < n; ++i) {
+      const float gi = g[i];
+      const float mi = b1 * m[i] + (1.0f - b1) * gi;
+      const float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+      m[i] = mi;
+      v[i] = vi;
+      p[i] -= lr_t * mi / (std::sqrt(vi) + eps);
+    }
+  } else {
+    DS_THROW(kInvalidArgument, "optimizer: unknown name '{}' (rmsprop, adam)", opt.name);
+  }
+  perm_dirty_ = true;
+  prof_.Mark(kOptimizer);
+}
+
+}  // namespace
+
+std::unique_ptr<CpuTrainBackend> NewCpuTrainBackend(const NetworkSpec& spec, int max_batch,
+                                                    int max_steps) {
+  if (spec.vocab_size <= 0 || spec.embedding_dim <= 0 || spec.rnn_units <= 0 ||
+      spec.num_layers <= 0) {
+    DS_THROW(kInvalidArgument,
+             "network: vocab_size, embedding_dim, rnn_units and num_layers must be positive "
+             "(got {}, {}, {}, {})",
+             spec.vocab_size, spec.embedding_dim, spec.rnn_units, spec.num_layers);
+  }
+  if (!(spec.dropout_rate >= 0.0f && spec.dropout_rate < 1.0f)) {
+    DS_THROW(kInvalidArgument, "dropout_rate must be in [0, 1), got {}", spec.dropout_rate);
+  }
+  if (max_batch <= 0 || max_steps <= 0) {
+    DS_THROW(kInvalidArgument, "max_batch and max_steps must be positive (got {}, {})", max_batch,
+             max_steps);
+  }
+  return std::make_unique<TrainImpl>(spec, max_batch, max_steps);
+}
+
+}  // namespace cpu
+
+Result<std::unique_ptr<TrainBackend>> MakeCpuTrainBackend(const NetworkSpec& spec, int max_batch,
+                                                          int max_steps) {
+  std::unique_ptr<TrainBackend> out;
+  Status st = Capture([&] { out = cpu::NewCpuTrainBackend(spec, max_batch, max_steps); });
+  if (!st.ok()) return st;
+  return out;
+}
+
+}  // namespace ds

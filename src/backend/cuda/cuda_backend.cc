@@ -1,0 +1,562 @@
+#include "backend/cuda/cuda_backend.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_memory.h"
+#include "backend/cuda/kernels.h"
+
+namespace ds {
+namespace {
+
+using cuda::DeviceBuffer;
+using cuda::PinnedBuffer;
+
+constexpr size_t kCublasWorkspace = 32u << 20;  // cuBLAS' recommendation for Hopper
+
+Status ValidateSpec(const NetworkSpec& spec) {
+  if (spec.vocab_size < 1 || spec.embedding_dim < 1 || spec.rnn_units < 1 || spec.num_layers < 1) {
+    return DS_ERR(kInvalidArgument,
+                  "network: vocab_size, embedding_dim, rnn_units and num_layers must be >= 1 "
+                  "(got {}, {}, {}, {})",
+                  spec.vocab_size, spec.embedding_dim, spec.rnn_units, spec.num_layers);
+  }
+  if (!(spec.dropout_rate >= 0.0f && spec.dropout_rate < 1.0f)) {
+    return DS_ERR(kInvalidArgument, "network: dropout_rate must be in [0, 1), got {}",
+                  spec.dropout_rate);
+  }
+  return Status::Ok();
+}
+
+// One device, one stream, one cuBLAS handle and the process allocator. Owned
+// as the FIRST member of a backend so that it is destroyed last, after the
+// backend's buffers went back to the allocator.
+class CudaContext {
+ public:
+  explicit CudaContext(const CudaOptions& opt) : device_(opt.device) {
+    try {
+      DS_CUDA_CHECK(cudaSetDevice(device_));
+      alloc_ = cuda::ProcessAllocator(device_, opt.memory).ValueOrThrow();
+      DS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      DS_CUBLAS_CHECK(cublasCreate(&blas_));
+      DS_CUBLAS_CHECK(cublasSetStream(blas_, stream_));
+      DS_CUBLAS_CHECK(cublasSetMathMode(
+          blas_, opt.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+      workspace_ = Buffer(kCublasWorkspace);
+      DS_CUBLAS_CHECK(cublasSetWorkspace(blas_, workspace_.as<void>(), kCublasWorkspace));
+    } catch (...) {
+      Release();
+      throw;
+    }
+  }
+  ~CudaContext() { Release(); }
+  CudaContext(const CudaContext&) = delete;
+  CudaContext& operator=(const CudaContext&) = delete;
+
+  DeviceBuffer Buffer(size_t bytes) { return DeviceBuffer(alloc_, bytes, stream_); }
+  cudaStream_t stream() const { return stream_; }
+  void Activate() const { DS_CUDA_CHECK(cudaSetDevice(device_)); }
+  void Sync() const { DS_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+  // Row-major C[M, N] = alpha * op(A)[M, K] op(B)[K, N] + beta * C, computed
+  // as the column-major C^T = op(B)^T op(A)^T.
+  void Gemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
+            const float* B, int ldb, float beta, float* C, int ldc) const {
+    if (M == 0 || N == 0) return;
+    DS_CUBLAS_CHECK(cublasSgemm(blas_, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha, B, ldb, A, lda,
+                                &beta, C, ldc));
+  }
+  // y[C] = column sums of the row-major A[R, C] (A^T ones).
+  void ColumnSums(const float* A, int R, int C, const float* ones, float* y) const {
+    const float one = 1.0f, zero = 0.0f;
+    DS_CUBLAS_CHECK(cublasSgemv(blas_, CUBLAS_OP_N, C, R, &one, A, C, ones, 1, &zero, y, 1));
+  }
+
+ private:
+  void Release() {
+    if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+    if (blas_ != nullptr) cublasDestroy(blas_);
+    blas_ = nullptr;
+    workspace_.Reset();
+    if (stream_ != nullptr) {
+      if (alloc_ != nullptr) alloc_->MarkStreamIdle(reinterpret_cast<StreamId>(stream_));
+      cudaStreamDestroy(stream_);
+    }
+    stream_ = nullptr;
+  }
+
+  int device_;
+  CachingAllocator* alloc_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  DeviceBuffer workspace_;
+};
+
+// ---------------------------------------------------------------------------
+
+class CudaTrainBackend final : public TrainBackend {
+ public:
+  CudaTrainBackend(const NetworkSpec& spec, int max_batch, int max_steps, const CudaOptions& opt)
+      : ctx_(opt),
+        spec_(spec),
+        layout_(ParamLayout::For(spec)),
+        max_b_(max_batch),
+        max_t_(max_steps) {
+    const size_t V = spec.vocab_size, E = spec.embedding_dim, H = spec.rnn_units;
+    const size_t L = spec.num_layers, N = size_t(max_batch) * max_steps;
+    const size_t NB = size_t(max_steps + 1) * max_batch;  // rows incl. the initial state
+    params_ = ctx_.Buffer(layout_.total * 4);
+    grads_ = ctx_.Buffer(layout_.total * 4);
+    state_ = ctx_.Buffer(2 * layout_.total * 4);
+    DS_CUDA_CHECK(cudaMemsetAsync(state_.as(), 0, 2 * layout_.total * 4, ctx_.stream()));
+    DS_CUDA_CHECK(cudaMemsetAsync(params_.as(), 0, layout_.total * 4, ctx_.stream()));
+    DS_CUDA_CHECK(cudaMemsetAsync(grads_.as(), 0, layout_.total * 4, ctx_.stream()));
+    ints_ = ctx_.Buffer((5 * N + 2) * 4);
+    weights_ = ctx_.Buffer(N * 4);
+    x0_ = ctx_.Buffer(N * E * 4);
+    for (size_t l = 0; l < L; ++l) {
+      gates_.push_back(ctx_.Buffer(N * 4 * H * 4));
+      hs_.push_back(ctx_.Buffer(NB * H * 4));
+      cs_.push_back(ctx_.Buffer(NB * H * 4));
+      xo_.push_back(ctx_.Buffer(N * H * 4));
+    }
+    logits_ = ctx_.Buffer(N * V * 4);
+    rows_ = ctx_.Buffer(2 * N * 4);
+    ones_ = ctx_.Buffer(N * 4);
+    dz_ = ctx_.Buffer(N * 4 * H * 4);
+    dxa_ = ctx_.Buffer(N * std::max(E, H) * 4);
+    dxb_ = ctx_.Buffer(N * std::max(E, H) * 4);
+    dc_ = ctx_.Buffer(size_t(max_batch) * H * 4);
+    host_ints_ = std::make_unique<PinnedBuffer>((5 * N + 2) * 4);
+    host_floats_ = std::make_unique<PinnedBuffer>(3 * N * 4);
+    std::vector<float> ones(N, 1.0f);
+    DS_CUDA_CHECK(
+        cudaMemcpyAsync(ones_.as(), ones.data(), N * 4, cudaMemcpyHostToDevice, ctx_.stream()));
+    slot_of_token_.assign(V, -1);
+    ctx_.Sync();
+  }
+
+  ~CudaTrainBackend() override { cudaStreamSynchronize(ctx_.stream()); }
+
+  std::string name() const override { return "cuda"; }
+  const NetworkSpec& spec() const override { return spec_; }
+  const ParamLayout& layout() const override { return layout_; }
+
+  void SetParams(const float* host) override { Upload(params_, host); }
+  void GetParams(float* host) const override { Download(params_, host); }
+  void GetGrads(float* host) const override { Download(grads_, host); }
+  void SetGrads(const float* host) override { Upload(grads_, host); }
+
+  StepStats Step(const Batch& batch, bool train, uint64_t seed,
+                 const PerExampleClip* clip) override;
+  void ApplyOptimizer(const OptimizerConfig& opt, int64_t step) override;
+
+  // State layout shared with the CPU backend (checkpoints move between them):
+  // [m (total), v (total)]; Adam uses both, RMSprop keeps its ms in v.
+  std::vector<float> GetOptimizerState() const override {
+    std::vector<float> out(2 * layout_.total);
+    ctx_.Activate();
+    DS_CUDA_CHECK(cudaMemcpyAsync(out.data(), state_.as(), out.size() * 4, cudaMemcpyDeviceToHost,
+                                  ctx_.stream()));
+    ctx_.Sync();
+    return out;
+  }
+
+  Status SetOptimizerState(const std::vector<float>& state) override {
+    return Capture([&]() -> Status {
+      const size_t n = state.size(), T = layout_.total;
+      if (n != 0 && n != 2 * T) {
+        return DS_ERR(kCorrupt, "optimizer state has {} floats, expected {} (2 x {} parameters)", n,
+                      2 * T, T);
+      }
+      ctx_.Activate();
+      if (n == 0) {
+        DS_CUDA_CHECK(cudaMemsetAsync(state_.as(), 0, 2 * T * 4, ctx_.stream()));
+      } else {
+        DS_CUDA_CHECK(cudaMemcpyAsync(state_.as(), state.data(), n * 4, cudaMemcpyHostToDevice,
+                                      ctx_.stream()));
+      }
+      ctx_.Sync();
+      return Status::Ok();
+    });
+  }
+
+ private:
+  void Upload(DeviceBuffer& dst, const float* host) {
+    ctx_.Activate();
+    DS_CUDA_CHECK(
+        cudaMemcpyAsync(dst.as(), host, layout_.total * 4, cudaMemcpyHostToDevice, ctx_.stream()));
+    ctx_.Sync();
+  }
+  void Download(const DeviceBuffer& src, float* host) const {
+    ctx_.Activate();
+    DS_CUDA_CHECK(
+        cudaMemcpyAsync(host, src.as(), layout_.total * 4, cudaMemcpyDeviceToHost, ctx_.stream()));
+    ctx_.Sync();
+  }
+  const float* P(size_t off) const { return params_.as() + off; }
+  float* G(size_t off) const { return grads_.as() + off; }
+
+  CudaContext ctx_;  // first: destroyed last
+  NetworkSpec spec_;
+  ParamLayout layout_;
+  int max_b_, max_t_;
+  DeviceBuffer params_, grads_;  // [total] each
+  DeviceBuffer state_;           // [2, total]: m, v (RMSprop: ms in v)
+  DeviceBuffer ints_;            // tokens [N], targets [N], uniq [U], offsets [U+1], positions [N]
+  DeviceBuffer weights_;         // [N]
+  DeviceBuffer x0_;              // [N, E]   dropped embedding output
+  std::vector<DeviceBuffer> gates_;  // per layer [N, 4H]   pre-activations -> gates
+  std::vector<DeviceBuffer> hs_;     // per layer [(T+1) * B, H]  h_{-1} = 0, h_0 .. h_{T-1}
+  std::vector<DeviceBuffer> cs_;     // per layer [(T+1) * B, H]  c_{-1} = 0, c_0 .. c_{T-1}
+  std::vector<DeviceBuffer> xo_;     // per layer [N, H]   dropout(h): next layer's input
+  DeviceBuffer logits_;              // [N, V]   logits, then dL/dlogits
+  DeviceBuffer rows_;                // [2, N]   w * CE, w * correct
+  DeviceBuffer ones_;                // [N]      for bias gradients
+  DeviceBuffer dz_;                  // [N, 4H]  dL/d(gate pre-activations) of the current layer
+  DeviceBuffer dxa_, dxb_;           // [N, max(E, H)]  dL/d(layer output), dL/d(layer input)
+  DeviceBuffer dc_;                  // [B, H]   dL/dc carried backwards through time
+  std::unique_ptr<PinnedBuffer> host_ints_;    // staging for ints_
+  std::unique_ptr<PinnedBuffer> host_floats_;  // weights [N], then rows [2N]
+  std::vector<int32_t> slot_of_token_;         // [V] scratch for grouping, -1 = unseen
+};
+
+StepStats CudaTrainBackend::Step(const Batch& batch, bool train, uint64_t seed,
+                                 const PerExampleClip* clip) {
+  if (clip != nullptr) {
+    DS_THROW(kUnavailable,
+             "per-example gradient clipping (DP-SGD) is not implemented on the CUDA backend yet; "
+             "train with the CPU backend (--device cpu) when dp is on");
+  }
+  const int B = batch.batch, T = batch.steps;
+  if (B < 1 || T < 1 || B > max_b_ || T > max_t_) {
+    DS_THROW(kInvalidArgument, "batch of {} x {} steps outside this backend's {} x {}", B, T,
+             max_b_, max_t_);
+  }
+  const size_t N = size_t(B) * T;
+  if (batch.inputs.size() != N || batch.targets.size() != N ||
+      (!batch.weights.empty() && batch.weights.size() != N)) {
+    DS_THROW(kInvalidArgument, "batch {} x {}: inputs/targets/weights have {}/{}/{} entries", B, T,
+             batch.inputs.size(), batch.targets.size(), batch.weights.size());
+  }
+  const int V = spec_.vocab_size, E = spec_.embedding_dim, H = spec_.rnn_units;
+  const int L = spec_.num_layers, H4 = 4 * H;
+  const float rate = train ? spec_.dropout_rate : 0.0f;
+  ctx_.Activate();
+  cudaStream_t s = ctx_.stream();
+
+  // ---- host: time-major tokens, targets, weights; embedding grouping ----
+  int32_t* hi = host_ints_->as<int32_t>();
+  int32_t* h_tok = hi;
+  int32_t* h_tgt = hi + N;
+  float* h_w = host_floats_->as<float>();
+  double count = 0;
+  for (int b = 0; b < B; ++b) {
+    for (int t = 0; t < T; ++t) {
+      size_t src = size_t(b) * T + t, r = size_t(t) * B + b;
+      int32_t x = batch.inputs[src], y = batch.targets[src];
+      if (x < 0 || x >= V || y < 0 || y >= V) {
+        DS_THROW(kInvalidArgument, "batch row {}, step {}: token id {} / target {} outside [0, {})",
+                 b, t, x, y, V);
+      }
+      float w = batch.weights.empty() ? 1.0f : batch.weights[src];
+      h_tok[r] = x;
+      h_tgt[r] = y;
+      h_w[r] = w;
+      count += w;
+    }
+  }
+  size_t n_ints = 2 * N;
+  int U = 0;
+  if (train) {
+    // Counting sort of the positions by token: uniq [U], offsets [U+1], positions [N].
+    std::vector<int32_t> uniq, counts;
+    for (size_t r = 0; r < N; ++r) {
+      int32_t& slot = slot_of_token_[h_tok[r]];
+      if (slot < 0) {
+        slot = int32_t(uniq.size());
+        uniq.push_back(h_tok[r]);
+        counts.push_back(0);
+      }
+      ++counts[slot];
+    }
+    U = int(uniq.size());
+    int32_t* h_uniq = hi + 2 * N;
+    int32_t* h_off = h_uniq + U;
+    int32_t* h_pos = h_off + U + 1;
+    h_off[0] = 0;
+    for (int u = 0; u < U; ++u) {
+      h_uniq[u] = uniq[u];
+      h_off[u + 1] = h_off[u] + counts[u];
+    }
+    std::vector<int32_t> fill(h_off, h_off + U);
+    for (size_t r = 0; r < N; ++r) h_pos[fill[slot_of_token_[h_tok[r]]]++] = int32_t(r);
+    for (int32_t v : uniq) slot_of_token_[v] = -1;
+    n_ints = 2 * N + U + (U + 1) + N;
+  }
+  DS_CUDA_CHECK(cudaMemcpyAsync(ints_.as(), hi, n_ints * 4, cudaMemcpyHostToDevice, s));
+  DS_CUDA_CHECK(cudaMemcpyAsync(weights_.as(), h_w, N * 4, cudaMemcpyHostToDevice, s));
+  const int32_t* d_tok = ints_.as<int32_t>();
+  const int32_t* d_tgt = d_tok + N;
+  const int32_t* d_uniq = d_tok + 2 * N;
+  const int32_t* d_off = d_uniq + U;
+  const int32_t* d_pos = d_off + U + 1;
+
+  // ---- forward ----
+  cuda::EmbeddingDropoutForward(P(layout_.embedding), d_tok, T, B, E, rate, seed, train, x0_.as(),
+                                s);
+  const float* in = x0_.as();
+  int In = E;
+  for (int l = 0; l < L; ++l) {
+    const auto& ly = layout_.layers[l];
+    float* z = gates_[l].as();
+    float* hs = hs_[l].as();
+    float* cs = cs_[l].as();
+    ctx_.Gemm(false, false, int(N), H4, In, 1.0f, in, In, P(ly.wx), H4, 0.0f, z, H4);
+    DS_CUDA_CHECK(cudaMemsetAsync(hs, 0, size_t(B) * H * 4, s));
+    DS_CUDA_CHECK(cudaMemsetAsync(cs, 0, size_t(B) * H * 4, s));
+    for (int t = 0; t < T; ++t) {
+      float* zt = z + size_t(t) * B * H4;
+      if (t > 0) {
+        ctx_.Gemm(false, false, B, H4, H, 1.0f, hs + size_t(t) * B * H, H, P(ly.wh), H4, 1.0f, zt,
+                  H4);
+      }
+      cuda::LstmCellForward(zt, P(ly.b), cs + size_t(t) * B * H, cs + size_t(t + 1) * B * H,
+                            hs + size_t(t + 1) * B * H, B, H, s);
+    }
+    cuda::Dropout(hs + size_t(B) * H, xo_[l].as(), T, B, H, rate, seed, uint64_t(l + 1), s);
+    in = xo_[l].as();
+    In = H;
+  }
+  float* logits = logits_.as();
+  ctx_.Gemm(false, false, int(N), V, H, 1.0f, in, H, P(layout_.dense_w), V, 0.0f, logits, V);
+  float* rows = rows_.as();
+  const float scale = count > 0 ? float(1.0 / count) : 0.0f;
+  cuda::SoftmaxCrossEntropy(logits, P(layout_.dense_b), d_tgt, weights_.as(), int(N), V, train,
+                            scale, rows, rows + N, s);
+  float* h_rows = h_w + N;
+  DS_CUDA_CHECK(cudaMemcpyAsync(h_rows, rows, 2 * N * 4, cudaMemcpyDeviceToHost, s));
+
+  // ---- backward ----
+  if (train) {
+    DS_CUDA_CHECK(cudaMemsetAsync(grads_.as(), 0, layout_.total * 4, s));
+    if (count > 0) {
+      const float* ones = ones_.as();
+      ctx_.Gemm(true, false, H, V, int(N), 1.0f, in, H, logits, V, 0.0f, G(layout_.dense_w), V);
+      ctx_.ColumnSums(logits, int(N), V, ones, G(layout_.dense_b));
+      float* dxa = dxa_.as();
+      float* dxb = dxb_.as();
+      ctx_.Gemm(false, true, int(N), H, V, 1.0f, logits, V, P(layout_.dense_w), V, 0.0f, dxa, H);
+      float* dz = dz_.as();
+      float* dc = dc_.as();
+      for (int l = L - 1; l >= 0; --l) {
+        const auto& ly = layout_.layers[l];
+        const float* lin = l == 0 ? x0_.as() : xo_[l - 1].as();
+        const int lIn = l == 0 ? E : H;
+        const float* gates = gates_[l].as();
+        const float* hs = hs_[l].as();
+        const float* cs = cs_[l].as();
+        cuda::Dropout(dxa, dxa, T, B, H, rate, seed, uint64_t(l + 1), s);  // dL/dh
+        DS_CUDA_CHECK(cudaMemsetAsync(dc, 0, size_t(B) * H * 4, s));
+        for (int t = T - 1; t >= 0; --t) {
+          float* dh = dxa + size_t(t) * B * H;
+          if (t < T - 1) {
+            ctx_.Gemm(false, true, B, H, H4, 1.0f, dz + size_t(t + 1) * B * H4, H4, P(ly.wh), H4,
+                      1.0f, dh, H);
+          }
+          cuda::LstmCellBackward(gates + size_t(t) * B * H4, cs + size_t(t + 1) * B * H,
+                                 cs + size_t(t) * B * H, dh, dc, dz + size_t(t) * B * H4, B, H, s);
+        }
+        ctx_.Gemm(true, false, lIn, H4, int(N), 1.0f, lin, lIn, dz, H4, 0.0f, G(ly.wx), H4);
+        ctx_.Gemm(true, false, H, H4, int(N), 1.0f, hs, H, dz, H4, 0.0f, G(ly.wh), H4);
+        ctx_.ColumnSums(dz, int(N), H4, ones, G(ly.b));
+        ctx_.Gemm(false, true, int(N), lIn, H4, 1.0f, dz, H4, P(ly.wx), H4, 0.0f, dxb, lIn);
+        std::swap(dxa, dxb);
+      }
+      cuda::EmbeddingBackward(dxa, d_uniq, d_off, d_pos, U, T, B, E, rate, seed, true,
+                              G(layout_.embedding), s);
+    }
+  }
+  ctx_.Sync();
+
+  StepStats st;
+  for (size_t r = 0; r < N; ++r) {
+    st.loss_sum += h_rows[r];
+    st.correct += h_rows[N + r];
+  }
+  st.count = count;
+  return st;
+}
+
+void CudaTrainBackend::ApplyOptimizer(const OptimizerConfig& opt, int64_t step) {
+  ctx_.Activate();
+  const size_t T = layout_.total;
+  if (opt.name == "rmsprop") {
+    cuda::RmspropUpdate(params_.as(), grads_.as(), state_.as() + T, T, opt.learning_rate, opt.rho,
+                        opt.epsilon, ctx_.stream());
+  } else if (opt.name == "adam") {
+    if (step < 1) DS_THROW(kInvalidArgument, "adam: step counts from 1, got {}", step);
+    double c1 = 1.0 - std::pow(double(opt.beta1), double(step));
+    double c2 = 1.0 - std::pow(double(opt.beta2), double(step));
+    float lr_t = float(opt.learning_rate * std::sqrt(c2) / c1);
+    cuda::AdamUpdate(params_.as(), grads_.as(), state_.as(), state_.as() + T, T, lr_t, opt.beta1,
+                     opt.beta2, opt.epsilon, ctx_.stream());
+  } else {
+    DS_THROW(kInvalidArgument, "unknown optimizer '{}' (expected rmsprop or adam)", opt.name);
+  }
+  ctx_.Sync();
+}
+
+// ---------------------------------------------------------------------------
+
+class CudaInferBackend final : public InferBackend {
+ public:
+  CudaInferBackend(const NetworkSpec& spec, const float* host_params, int slots,
+                   const CudaOptions& opt)
+      : ctx_(opt), spec_(spec), layout_(ParamLayout::For(spec)), slots_(slots) {
+    const size_t V = spec.vocab_size, E = spec.embedding_dim, H = spec.rnn_units;
+    const size_t L = spec.num_layers, S = slots;
+    params_ = ctx_.Buffer(layout_.total * 4);
+    DS_CUDA_CHECK(cudaMemcpyAsync(params_.as(), host_params, layout_.total * 4,
+                                  cudaMemcpyHostToDevice, ctx_.stream()));
+    state_ = ctx_.Buffer(L * 2 * S * H * 4);
+    DS_CUDA_CHECK(cudaMemsetAsync(state_.as(), 0, L * 2 * S * H * 4, ctx_.stream()));
+    ids_ = ctx_.Buffer(2 * S * 4);
+    xa_ = ctx_.Buffer(S * std::max(E, H) * 4);
+    xb_ = ctx_.Buffer(S * H * 4);
+    hprev_ = ctx_.Buffer(S * H * 4);
+    z_ = ctx_.Buffer(S * 4 * H * 4);
+    logits_ = ctx_.Buffer(S * V * 4);
+    host_ids_ = std::make_unique<PinnedBuffer>(2 * S * 4);
+    seen_.assign(S, 0);
+    ctx_.Sync();
+  }
+  ~CudaInferBackend() override { cudaStreamSynchronize(ctx_.stream()); }
+
+  const NetworkSpec& spec() const override { return spec_; }
+  int slots() const override { return slots_; }
+
+  void ResetSlot(int slot) override {
+    if (slot < 0 || slot >= slots_)
+      DS_THROW(kInvalidArgument, "slot {} outside [0, {})", slot, slots_);
+    ctx_.Activate();
+    const size_t H = spec_.rnn_units;
+    for (int l = 0; l < spec_.num_layers; ++l) {
+      DS_CUDA_CHECK(cudaMemsetAsync(H_(l) + slot * H, 0, H * 4, ctx_.stream()));
+      DS_CUDA_CHECK(cudaMemsetAsync(C_(l) + slot * H, 0, H * 4, ctx_.stream()));
+    }
+  }
+
+  void Step(const int* slot_ids, const int32_t* tokens, int n, float* logits) override {
+    if (n < 0 || n > slots_)
+      DS_THROW(kInvalidArgument, "{} slots stepped, backend has {}", n, slots_);
+    if (n == 0) return;
+    const int V = spec_.vocab_size, E = spec_.embedding_dim, H = spec_.rnn_units;
+    const int H4 = 4 * H;
+    int32_t* h_ids = host_ids_->as<int32_t>();
+    for (int k = 0; k < n; ++k) {
+      int sl = slot_ids[k];
+      if (sl < 0 || sl >= slots_ || seen_[sl]) {
+        for (int j = 0; j < k; ++j) seen_[slot_ids[j]] = 0;
+        DS_THROW(kInvalidArgument, "slot id {} at position {}: outside [0, {}) or repeated", sl, k,
+                 slots_);
+      }
+      seen_[sl] = 1;
+      if (tokens[k] < 0 || tokens[k] >= V) {
+        for (int j = 0; j <= k; ++j) seen_[slot_ids[j]] = 0;
+        DS_THROW(kInvalidArgument, "token id {} at position {} outside [0, {})", tokens[k], k, V);
+      }
+      h_ids[k] = sl;
+      h_ids[n + k] = tokens[k];
+    }
+    for (int k = 0; k < n; ++k) seen_[slot_ids[k]] = 0;
+    ctx_.Activate();
+    cudaStream_t s = ctx_.stream();
+    DS_CUDA_CHECK(cudaMemcpyAsync(ids_.as(), h_ids, size_t(2) * n * 4, cudaMemcpyHostToDevice, s));
+    const int32_t* d_slots = ids_.as<int32_t>();
+    const int32_t* d_tok = d_slots + n;
+    const float* P = params_.as();
+    float* in = xa_.as();
+    float* out = xb_.as();
+    cuda::GatherRows(P + layout_.embedding, d_tok, n, E, in, s);
+    int In = E;
+    for (int l = 0; l < spec_.num_layers; ++l) {
+      const auto& ly = layout_.layers[l];
+      cuda::GatherRows(H_(l), d_slots, n, H, hprev_.as(), s);
+      ctx_.Gemm(false, false, n, H4, In, 1.0f, in, In, P + ly.wx, H4, 0.0f, z_.as(), H4);
+      ctx_.Gemm(false, false, n, H4, H, 1.0f, hprev_.as(), H, P + ly.wh, H4, 1.0f, z_.as(), H4);
+      cuda::LstmCellInfer(z_.as(), P + ly.b, d_slots, H_(l), C_(l), out, n, H, s);
+      std::swap(in, out);
+      In = H;
+    }
+    cuda::BroadcastRow(P + layout_.dense_b, n, V, logits_.as(), s);
+    ctx_.Gemm(false, false, n, V, H, 1.0f, in, H, P + layout_.dense_w, V, 1.0f, logits_.as(), V);
+    DS_CUDA_CHECK(
+        cudaMemcpyAsync(logits, logits_.as(), size_t(n) * V * 4, cudaMemcpyDeviceToHost, s));
+    ctx_.Sync();
+  }
+
+ private:
+  // Recurrent state of layer l: h [S, H] then c [S, H].
+  float* H_(int l) const { return state_.as() + size_t(l) * 2 * slots_ * spec_.rnn_units; }
+  float* C_(int l) const { return H_(l) + size_t(slots_) * spec_.rnn_units; }
+
+  CudaContext ctx_;  // first: destroyed last
+  NetworkSpec spec_;
+  ParamLayout layout_;
+  int slots_;
+  DeviceBuffer params_;   // [total]
+  DeviceBuffer state_;    // [L, 2, S, H]
+  DeviceBuffer ids_;      // slot ids [n], tokens [n]
+  DeviceBuffer xa_, xb_;  // [S, max(E, H)], [S, H]  layer inputs/outputs (ping-pong)
+  DeviceBuffer hprev_;    // [S, H]   gathered h_{t-1} of the stepped slots
+  DeviceBuffer z_;        // [S, 4H]  gate pre-activations
+  DeviceBuffer logits_;   // [S, V]
+  std::unique_ptr<PinnedBuffer> host_ids_;  // [2S]
+  std::vector<char> seen_;                  // [S] duplicate check scratch
+};
+
+}  // namespace
+
+Result<std::unique_ptr<TrainBackend>> MakeCudaTrainBackend(const NetworkSpec& spec, int max_batch,
+                                                           int max_steps,
+                                                           const CudaOptions& options) {
+  DS_RETURN_IF_ERROR(ValidateSpec(spec));
+  if (max_batch < 1 || max_steps < 1) {
+    return DS_ERR(kInvalidArgument, "max_batch and max_steps must be >= 1 (got {}, {})", max_batch,
+                  max_steps);
+  }
+  std::unique_ptr<TrainBackend> out;
+  Status s = Capture(
+      [&] { out = std::make_unique<CudaTrainBackend>(spec, max_batch, max_steps, options); });
+  if (!s.ok()) return s.WithContext("creating the CUDA training backend");
+  return out;
+}
+
+Result<std::unique_ptr<InferBackend>> MakeCudaInferBackend(const NetworkSpec& spec,
+                                                           const float* host_params, int slots,
+                                                           const CudaOptions& options) {
+  DS_RETURN_IF_ERROR(ValidateSpec(spec));
+  if (slots < 1) return DS_ERR(kInvalidArgument, "slots must be >= 1, got {}", slots);
+  if (host_params == nullptr) return DS_ERR(kInvalidArgument, "no parameters given");
+  std::unique_ptr<InferBackend> out;
+  Status s =
+      Capture([&] { out = std::make_unique<CudaInferBackend>(spec, host_params, slots, options); });
+  if (!s.ok()) return s.WithContext("creating the CUDA inference backend");
+  return out;
+}
+
+AllocatorStats CudaAllocatorStats(int device) {
+  CachingAllocator* a = cuda::ExistingProcessAllocator(device);
+  return a != nullptr ? a->stats() : AllocatorStats{};
+}
+
+}  // namespace ds

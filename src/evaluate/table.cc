@@ -1,0 +1,371 @@
+#include "evaluate/table.h"
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "util/rng.h"
+
+namespace ds {
+
+const char* ColumnKindName(ColumnKind t) {
+  switch (t) {
+    case ColumnKind::kNumeric:
+      return "numeric";
+    case ColumnKind::kCategorical:
+      return "categorical";
+    case ColumnKind::kText:
+      return "text";
+  }
+  return "unknown";
+}
+
+int Table::FindColumn(std::string_view name) const {
+  for (size_t i = 0; i < columns.size(); ++i)
+    if (columns[i].name == name) return int(i);
+  return -1;
+}
+
+void Table::AddColumn(std::string name, std::vector<std::string> values) {
+  Column c;
+  c.name = std::move(name);
+  c.values = std::move(values);
+  columns.push_back(std::move(c));
+}
+
+Status Table::Validate() const {
+  std::unordered_set<std::string> names;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (columns[i].values.size() != num_rows())
+      return DS_ERR(kInvalidInput, "{}: column '{}' has {} values, column '{}' has {}", source,
+                    columns[i].name, columns[i].values.size(), columns[0].name, num_rows());
+    if (!names.insert(columns[i].name).second)
+      return DS_ERR(kInvalidInput, "{}: column name '{}' appears more than once", source,
+                    columns[i].name);
+  }
+  return Status::Ok();
+}
+
+bool ParseNumber(std::string_view s, double* out) {
+  if (s.empty() || s.size() > 64) return false;
+  char buf[65];
+  std::memcpy(buf, s.data(), s.size());
+  buf[s.size()] = '\0';
+  // strtod accepts leading spaces, hex, "inf" and "nan": reject them.
+  char c0 = buf[0];
+  if (!(std::isdigit(static_cast<unsigned char>(c0)) || c0 == '-' || c0 == '+' || c0 == '.'))
+    return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = buf[i];
+    if (!(std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.' ||
+          c == 'e' || c == 'E'))
+      return false;
+  }
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(buf, &end);
+  if (end != buf + s.size() || !std::isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+
+namespace {
+
+// "0123" or "-007": a redundant leading zero marks an identifier, not a number.
+bool HasRedundantLeadingZero(std::string_view s) {
+  size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+  return s.size() > i + 1 && s[i] == '0' && std::isdigit(static_cast<unsigned char>(s[i + 1]));
+}
+
+}  // namespace
+
+ColumnKind InferColumnKind(const std::vector<std::string>& values,
+                           const TypeInferenceOptions& opts) {
+  bool numeric = true;
+  size_t present = 0;
+  for (const std::string& v : values) {
+    if (v.empty()) continue;
+    ++present;
+    double x;
+    if (!ParseNumber(v, &x) || HasRedundantLeadingZero(v)) {
+      numeric = false;
+      break;
+    }
+  }
+  if (numeric && present > 0) return ColumnKind::kNumeric;
+  std::unordered_set<std::string_view> distinct;
+  present = 0;
+  for (const std::string& v : values) {
+    if (v.empty()) continue;
+    ++present;
+    distinct.insert(v);
+  }
+  if (distinct.size() > opts.text_min_distinct &&
+      double(distinct.size()) > opts.text_min_distinct_ratio * double(present))
+    return ColumnKind::kText;
+  return ColumnKind::kCategorical;
+}
+
+void Table::InferTypes(const TypeInferenceOptions& opts) {
+  for (Column& c : columns) {
+    c.missing = size_t(std::count(c.values.begin(), c.values.end(), std::string()));
+    c.type = InferColumnKind(c.values, opts);
+  }
+}
+
+Table Table::SelectRows(const std::vector<size_t>& rows) const {
+  Table t;
+  t.source = source;
+  for (const Column& c : columns) {
+    Column n;
+    n.name = c.name;
+    n.type = c.type;
+    n.values.reserve(rows.size());
+    for (size_t r : rows) n.values.push_back(c.values[r]);
+    n.missing = size_t(std::count(n.values.begin(), n.values.end(), std::string()));
+    t.columns.push_back(std::move(n));
+  }
+  return t;
+}
+
+Result<Table> ParseTable(std::string_view text, char delimiter, const std::string& source) {
+  if (delimiter == '"' || delimiter == '\n' || delimiter == '\r')
+    return DS_ERR(kInvalidArgument, "{}: invalid delimiter '{}'", source, delimiter);
+  if (text.size() >= 3 && std::memcmp(text.data(), "\xEF\xBB\xBF", 3) == 0) text.remove_prefix(3);
+
+  std::vector<std::vector<std::string>> rows;  // [records][fields]
+  std::vector<size_t> row_lines;               // [records] 1-based line where each starts
+  std::vector<std::string> fields;
+  std::string field;
+  size_t line = 1, record_line = 1;
+  size_t i = 0, n = text.size();
+  bool any_in_record = false;  // the record has at least one character
+  auto end_record = [&]() {
+    fields.push_back(std::move(field));
+    field.clear();
+    rows.push_back(std::move(fields));
+    row_lines.push_back(record_line);
+    fields.clear();
+    any_in_record = false;
+  };
+  while (i < n) {
+    char c = text[i];
+    if (c == '"' && field.empty()) {
+      // Quoted field: runs to the closing quote ("" is a literal quote).
+      size_t quote_line = line;
+      ++i;
+      any_in_record = true;
+      bool closed = false;
+      while (i < n) {
+        char q = text[i];
+        if (q == '"') {
+          if (i + 1 < n && text[i + 1] == '"') {
+            field.push_back('"');
+            i += 2;
+            continue;
+          }
+          ++i;
+          closed = true;
+          break;
+        }
+        if (q == '\n') ++line;
+        field.push_back(q);
+        ++i;
+      }
+      if (!closed)
+        return DS_ERR(kInvalidInput, "{}:{}: quoted field is not closed before the end of file",
+                      source, quote_line);
+      if (i < n && text[i] != delimiter && text[i] != '\n' && text[i] != '\r')
+        return DS_ERR(kInvalidInput, "{}:{}: field {}: unexpected character after closing quote",
+                      source, line, fields.size() + 1);
+      continue;
+    }
+    if (c == delimiter) {
+      fields.push_back(std::move(field));
+      field.clear();
+      any_in_record = true;
+      ++i;
+      continue;
+    }
+    if (c == '\r' || c == '\n') {
+      if (c == '\r' && i + 1 < n && text[i + 1] == '\n') ++i;
+      ++i;
+      if (any_in_record || !field.empty() || (rows.size() > 0 && rows[0].size() == 1)) {
+        end_record();
+      }
+      ++line;
+      record_line = line;
+      continue;
+    }
+    if (c == '"')
+      return DS_ERR(kInvalidInput, "{}:{}: field {}: quote inside an unquoted field", source, line,
+                    fields.size() + 1);
+    field.push_back(c);
+    any_in_record = true;
+    ++i;
+  }
+  if (any_in_record || !field.empty()) end_record();
+  if (rows.empty()) return DS_ERR(kInvalidInput, "{}: empty file (no header row)", source);
+
+  Table t;
+  t.source = source;
+  const size_t nf = rows[0].size();
+  for (size_t f = 0; f < nf; ++f) {
+    if (rows[0][f].empty())
+      return DS_ERR(kInvalidInput, "{}:1: field {}: empty column name", source, f + 1);
+    t.AddColumn(rows[0][f], {});
+    t.columns.back().values.reserve(rows.size() - 1);
+  }
+  for (size_t r = 1; r < rows.size(); ++r) {
+    if (rows[r].size() != nf)
+      return DS_ERR(kInvalidInput, "{}:{}: expected {} fields, found {}", source, row_lines[r], nf,
+                    rows[r].size());
+    for (size_t f = 0; f < nf; ++f) t.columns[f].values.push_back(std::move(rows[r][f]));
+  }
+  DS_RETURN_IF_ERROR(t.Validate());
+  t.InferTypes();
+  return t;
+}
+
+Result<Table> ReadTable(const std::string& path, char delimiter) {
+  std::string data;
+  const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+  if (gz) {
+    gzFile f = gzopen(path.c_str(), "rb");
+    if (!f) return DS_ERR(kNotFound, "{}: cannot open: {}", path, std::strerror(errno));
+    char buf[1 << 16];
+    int got;
+    while ((got = gzread(f, buf, sizeof(buf))) > 0) data.append(buf, size_t(got));
+    int err = 0;
+    const char* msg = gzerror(f, &err);
+    bool failed = got < 0 || (err != Z_OK && err != Z_STREAM_END);
+    std::string why = failed ? msg : "";
+    gzclose(f);
+    if (failed) return DS_ERR(kIo, "{}: gzip read failed: {}", path, why);
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return DS_ERR(kNotFound, "{}: cannot open: {}", path, std::strerror(errno));
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (in.bad()) return DS_ERR(kIo, "{}: read failed", path);
+    data = std::move(ss).str();
+  }
+  return ParseTable(data, delimiter, path);
+}
+
+namespace {
+
+void AppendField(std::string* out, const std::string& v, char delimiter) {
+  bool quote = v.find_first_of(std::string{delimiter, '"', '\r', '\n'}) != std::string::npos ||
+               (!v.empty() && (v.front() == ' ' || v.back() == ' '));
+  if (!quote) {
+    out->append(v);
+    return;
+  }
+  out->push_back('"');
+  for (char c : v) {
+    if (c == '"') out->push_back('"');
+    out->push_back(c);
+  }
+  out->push_back('"');
+}
+
+}  // namespace
+
+Status WriteTable(const Table& table, const std::string& path, char delimiter) {
+  std::string out;
+  for (size_t c = 0; c < table.num_cols(); ++c) {
+    if (c) out.push_back(delimiter);
+    AppendField(&out, table.columns[c].name, delimiter);
+  }
+  out.push_back('\n');
+  for (size_t r = 0; r < table.num_rows(); ++r) {
+    for (size_t c = 0; c < table.num_cols(); ++c) {
+      if (c) out.push_back(delimiter);
+      AppendField(&out, table.columns[c].values[r], delimiter);
+    }
+    // A one-column row with a missing value would be an empty line; quote it.
+    if (table.num_cols() == 1 && table.columns[0].values[r].empty()) out.append("\"\"");
+    out.push_back('\n');
+  }
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) return DS_ERR(kIo, "{}: cannot write: {}", path, std::strerror(errno));
+  f.write(out.data(), std::streamsize(out.size()));
+  f.close();
+  if (!f) return DS_ERR(kIo, "{}: write failed", path);
+  return Status::Ok();
+}
+
+void SplitTable(const Table& table, double first_fraction, uint64_t seed, Table* first,
+                Table* second) {
+  const size_t n = table.num_rows();
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t(0));
+  Philox rng(seed, /*stream=*/0x5EED5);
+  for (size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng.Below(i)]);
+  size_t k = size_t(std::llround(std::clamp(first_fraction, 0.0, 1.0) * double(n)));
+  std::vector<size_t> a(order.begin(), order.begin() + k), b(order.begin() + k, order.end());
+  *first = table.SelectRows(a);
+  *second = table.SelectRows(b);
+}
+
+Table ShuffleColumns(const Table& table, uint64_t seed) {
+  Table t = table;
+  for (size_t c = 0; c < t.num_cols(); ++c) {
+    std::vector<std::string>& v = t.columns[c].values;
+    Philox rng(seed, 0x5F0000 + c);
+    for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.Below(i)]);
+  }
+  return t;
+}
+
+Table UniformRandomColumns(const Table& table, size_t rows, uint64_t seed) {
+  Table t;
+  t.source = table.source + " (uniform random)";
+  for (size_t c = 0; c < table.num_cols(); ++c) {
+    const Column& src = table.columns[c];
+    Philox rng(seed, 0x0F0000 + c);
+    std::vector<std::string> out(rows);
+    if (src.type == ColumnKind::kNumeric) {
+      double lo = INFINITY, hi = -INFINITY;
+      bool whole = true;
+      for (const std::string& s : src.values) {
+        double x;
+        if (!ParseNumber(s, &x)) continue;
+        lo = std::min(lo, x);
+        hi = std::max(hi, x);
+        whole = whole && x == std::floor(x);
+      }
+      if (!(lo <= hi)) lo = hi = 0;
+      for (std::string& s : out) {
+        double x = lo + (hi - lo) * rng.UniformDouble();
+        s = whole ? std::to_string(int64_t(std::floor(x + 0.5))) : fmt::format("{:.6g}", x);
+      }
+    } else {
+      std::vector<std::string> distinct;
+      std::unordered_set<std::string_view> seen;
+      for (const std::string& s : src.values)
+        if (!s.empty() && seen.insert(s).second) distinct.push_back(s);
+      if (distinct.empty()) distinct.push_back("");
+      for (std::string& s : out) s = distinct[rng.Below(distinct.size())];
+    }
+    t.AddColumn(src.name, std::move(out));
+    t.columns.back().type = src.type;
+  }
+  for (Column& c : t.columns)
+    c.missing = size_t(std::count(c.values.begin(), c.values.end(), std::string()));
+  return t;
+}
+
+}  // namespace ds

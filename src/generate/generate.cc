@@ -1,0 +1,97 @@
+#include "generate/generate.h"
+
+#include <signal.h>
+
+#include <fstream>
+
+#include "backend/backend.h"
+
+namespace ds {
+
+Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks& checks) {
+  GenerationModel g;
+  g.tokenizer = model.tokenizer.get();
+  g.header = model.meta.header;
+  g.delimiter = model.meta.delimiter;
+  if (g.delimiter) {
+    if (!model.column_rules.is_null()) {
+      DS_ASSIGN_OR_RETURN(
+          ColumnRules rules,
+          ColumnRules::FromJson(model.column_rules, model.dir + "/column_rules.json"));
+      if (rules.field_count() != g.header.size())
+        return DS_ERR(kCorrupt, "{}/column_rules.json: {} columns, but the header has {}",
+                      model.dir, rules.field_count(), g.header.size());
+      g.rules = std::move(rules);
+    } else {
+      g.rules = ColumnRules::FieldCountOnly(g.header);
+    }
+    g.rules->set_checks(checks);
+  }
+  const Model* m = &model;
+  g.make_backend = [m](int slots) { return MakeCpuInferBackend(m->meta.spec, m->params, slots); };
+  return g;
+}
+
+Result<std::vector<std::string>> ReadStartStrings(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return DS_ERR(kNotFound, "{}: cannot open the start strings file", path);
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    out.push_back(line);
+  }
+  if (in.bad()) return DS_ERR(kIo, "{}: read failed", path);
+  if (out.empty()) return DS_ERR(kInvalidInput, "{}: no start strings", path);
+  return out;
+}
+
+Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& events,
+                            GenerateSummary* summary) {
+  *summary = GenerateSummary{};
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModel(cmd.model_dir));
+  DS_ASSIGN_OR_RETURN(GenerationModel gm, MakeGenerationModel(*model, cmd.checks));
+  RunOptions run = cmd.run;
+  const Config& c = model->config;
+  GenerateOptions& g = run.gen;
+  g.num_lines = cmd.num_lines.value_or(c.gen_lines);
+  g.temperature = cmd.gen_temp.value_or(c.gen_temp);
+  g.gen_chars = cmd.gen_chars.value_or(c.gen_chars);
+  g.predict_batch_size = cmd.predict_batch_size.value_or(c.predict_batch_size);
+  g.max_invalid = cmd.max_invalid.value_or(c.max_invalid);
+  if (!cmd.start_strings_file.empty()) {
+    if (g.start_string)
+      return DS_ERR(kInvalidArgument, "give either --start-string or --start-strings, not both");
+    DS_ASSIGN_OR_RETURN(g.prefixes, ReadStartStrings(cmd.start_strings_file));
+    g.prefixes_source = cmd.start_strings_file;
+  }
+  run.format = cmd.format.value_or(gm.delimiter ? OutputFormat::kCsv : OutputFormat::kText);
+  if (!c.reset_states && events.warning)
+    events.warning(
+        "reset_states = false is ignored: every record starts from a reset state, which is what "
+        "makes the output reproducible");
+  return RunGeneration(gm, run, events, summary);
+}
+
+namespace {
+std::atomic<bool> g_interrupted{false};
+
+void OnInterrupt(int sig) {
+  if (g_interrupted.exchange(true)) {
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+  }
+}
+}  // namespace
+
+const std::atomic<bool>* InstallInterruptFlag() {
+  struct sigaction sa = {};
+  sa.sa_handler = OnInterrupt;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: poll() returns EINTR at once
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  return &g_interrupted;
+}
+
+}  // namespace ds

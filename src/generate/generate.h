@@ -1,0 +1,59 @@
+// `datasynth generate`: generation from a trained model directory.
+//
+//   GenerateCommand cmd;
+//   cmd.model_dir = "out/"; cmd.run.output = "synth.csv"; cmd.num_lines = 10000;
+//   cmd.run.cancel = InstallInterruptFlag();           // CLI only
+//   GenerateSummary sum;
+//   Status st = GenerateFromModelDir(cmd, events, &sum);
+//
+// Settings not given on the command line come from the model's
+// model_params.json (gen_temp, gen_chars, gen_lines, predict_batch_size,
+// max_invalid), i.e. the values the model was trained with.
+// reset_states = false is not supported: every record starts from a reset
+// state (that is what makes the output reproducible); a warning says so.
+#pragma once
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "generate/column_rules.h"
+#include "generate/generator.h"
+#include "generate/workers.h"
+#include "model/model_dir.h"
+
+namespace ds {
+
+// A GenerationModel over a loaded model: its tokenizer, header and delimiter,
+// column_rules.json (validated; field-count-only rules for delimited models
+// without one) with `checks` applied, and CPU inference backends over the
+// memory-mapped weights. `model` must outlive the result.
+Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks& checks);
+
+// Start strings from a file: one per line ('\n' or "\r\n"); a final newline
+// does not start an empty prefix. Errors name the file.
+Result<std::vector<std::string>> ReadStartStrings(const std::string& path);
+
+struct GenerateCommand {
+  std::string model_dir;
+  RunOptions run;  // output, parallelism, cancel; run.gen.seed / start_string / prefixes
+  std::optional<OutputFormat> format;  // default: csv for delimited models, text otherwise
+  std::optional<int64_t> num_lines;    // default: gen_lines of the model
+  std::optional<double> gen_temp;
+  std::optional<int64_t> gen_chars;
+  std::optional<int> predict_batch_size;
+  std::optional<int64_t> max_invalid;
+  std::string start_strings_file;  // one valid record per line of this file
+  RuleChecks checks;               // validation switches
+};
+
+Status GenerateFromModelDir(const GenerateCommand& command, const GenerateEvents& events,
+                            GenerateSummary* summary);
+
+// Installs SIGINT/SIGTERM handlers that set the returned flag (for CLIs; the
+// library never installs handlers itself). A second signal restores the
+// default action and re-raises it (a second Ctrl-C kills at once).
+const std::atomic<bool>* InstallInterruptFlag();
+
+}  // namespace ds

@@ -1,0 +1,39 @@
+// Token sampling for generation.
+//
+//   p_i = softmax(logits / T)_i = exp((l_i - max_j l_j) / T) / sum_k exp((l_k - max_j l_j) / T)
+//   token = smallest i with  u * sum_k e_k < sum_{j <= i} e_j,   u ~ Uniform[0, 1)  (53 bits)
+//
+// T <= kGreedyTemperature picks the argmax (lowest id on ties). Logits equal
+// to -inf (masked) get probability 0 and are never picked; when every logit
+// is masked, SampleToken returns -1.
+#pragma once
+
+#include <cstdint>
+
+#include "util/rng.h"
+
+namespace ds {
+
+inline constexpr double kGreedyTemperature = 1e-4;
+
+// Samples one id from logits [V]. `scratch` [V] receives the unnormalised
+// probabilities (may alias nothing else).
+int SampleToken(const float* logits, int V, double temperature, Philox& rng, float* scratch);
+
+// Hook for constrained decoding: restricts, per slot, which tokens may be
+// sampled next. The generator calls, for each record in a slot:
+//   Begin(slot) once when the record starts (after a reset state),
+//   Accept(slot, token) for every token fed to the model for this record
+//     (prefix tokens and sampled tokens, in order),
+//   Mask(slot, logits) before every sampling step: set the logit of every
+//     forbidden token to -INFINITY (a probability of zero).
+// Implementations keep their own per-slot state. Not used yet by the CLI.
+class TokenFilter {
+ public:
+  virtual ~TokenFilter() = default;
+  virtual void Begin(int slot) = 0;
+  virtual void Accept(int slot, int32_t token) = 0;
+  virtual void Mask(int slot, float* logits /*[V]*/) = 0;
+};
+
+}  // namespace ds

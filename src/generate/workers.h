@@ -1,0 +1,98 @@
+// Parallel generation in worker processes.
+//
+// Process model: the parent holds the model (tokenizer, rules, memory-mapped
+// weights) and forks `W` workers; each worker creates its own InferBackend
+// (make_backend: state and workspaces only, the weights stay the shared,
+// read-only mapping) with one compute thread, and runs a BatchSampler with
+// predict_batch_size slots. The parent never runs the network.
+//
+// Protocol (one UNIX stream socket per worker, length-prefixed frames):
+//   parent -> worker  TASKS  [(u64 id, i32 prefix)...]   attempts to run
+//   worker -> parent  RESULT id, prefix, valid, tokens, explain, fields
+//                     (validated in the worker)
+//                     ERROR  message (the worker could not start)
+// The parent keeps at most 2 x predict_batch_size attempts outstanding per
+// worker, in chunks of at most predict_batch_size split evenly over the
+// workers, so that every worker's slots stay busy; the AttemptScheduler
+// (generate/scheduler.h) decides which attempts run and releases results in
+// seed order, and keeps the global invalid budget.
+//
+// A worker that dies (socket closed, e.g. killed by a signal) is reported
+// through GenerateEvents::warning; the attempts it had not returned are run by
+// the other workers (the same attempts give the same records: nothing is lost
+// or duplicated). The run fails only when every worker died.
+//
+// Cancellation: when *RunOptions::cancel becomes true (the CLI sets it from
+// SIGINT, see InstallInterruptFlag in generate/generate.h) the parent stops
+// the workers and finishes the output: the file then holds the header and the
+// records released so far (well-formed, truncated) and kCancelled is returned.
+// Workers ignore SIGINT themselves (a Ctrl-C reaches the whole process group;
+// the parent tears them down) and die with the parent (PR_SET_PDEATHSIG).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "generate/generator.h"
+#include "generate/output.h"
+
+namespace ds {
+
+// CPUs this process may run on (sched_getaffinity).
+int AvailableCpus();
+// ANCHOR.md section 5: 0 = all CPUs, n >= 1 = n workers, -x = CPUs - x (at
+// least 1), 0 < f < 1 = that share of the CPUs (at least 1). Non-integers
+// outside (0, 1) are an error.
+Result<int> ResolveParallelism(double parallelism, int cpus);
+
+struct GenerateProgress {
+  int64_t valid = 0, invalid = 0;  // released so far
+  int64_t wanted = 0;              // valid records wanted
+  int64_t tokens = 0;              // tokens sampled (all attempts returned)
+  double seconds = 0;
+  double records_per_s = 0;  // valid records per second
+  double tokens_per_s = 0;
+  double valid_share = 0;   // valid / (valid + invalid)
+  double eta_seconds = -1;  // -1 = unknown
+  int workers = 0;          // alive
+  bool final = false;       // the last report of the run
+};
+
+// Callbacks: the library writes nothing to the terminal itself.
+struct GenerateEvents {
+  std::function<void(const GenerateProgress&)> progress;
+  std::function<void(const std::string&)> warning;
+  double progress_interval_s = 0.5;
+};
+
+struct RunOptions {
+  GenerateOptions gen;
+  double parallelism = 0;
+  OutputFormat format = OutputFormat::kCsv;
+  std::string output;                         // "" or "-" = stdout
+  const std::atomic<bool>* cancel = nullptr;  // set -> stop, keep the partial output
+  // Test hook: worker 0 SIGKILLs itself after sending this many results
+  // (-1 = off; the environment variable DS_TEST_KILL_WORKER_AFTER sets it too).
+  int64_t test_kill_worker_after = -1;
+};
+
+struct GenerateSummary {
+  int64_t valid = 0, invalid = 0;  // records released (written to csv/text: the valid ones)
+  int64_t tokens = 0;
+  double seconds = 0;
+  int workers = 0;
+  int worker_failures = 0;
+  bool complete = false;  // every wanted record was produced
+  std::string output;     // path written ("" for stdout)
+};
+
+// Runs a whole generation into `options.output`. On an error after the output
+// was opened (too many invalid, cancelled, every worker died, write error),
+// the well-formed partial output is kept under the final name and the error is
+// returned; `summary` is filled in every case.
+Status RunGeneration(const GenerationModel& model, const RunOptions& options,
+                     const GenerateEvents& events, GenerateSummary* summary);
+
+}  // namespace ds

@@ -1,0 +1,105 @@
+// datasynth generate: model directory -> synthetic records.
+#include <cmath>
+
+#include "cli.h"
+#include "generate/generate.h"
+
+namespace ds::cli {
+namespace {
+
+struct GenArgs {
+  std::string model_dir, output, format, start_string, start_strings;
+  int64_t num_lines = -1, gen_chars = -1, max_invalid = -1;
+  double gen_temp = -1, parallelism = 0;
+  int predict_batch_size = -1;
+  uint64_t seed = 0;
+  bool no_field_count = false, no_types = false, no_ranges = false, no_categories = false,
+       no_empty = false;
+};
+
+int RunGenerate(const GenArgs& a) {
+  GenerateCommand c;
+  c.model_dir = a.model_dir;
+  c.run.output = a.output;
+  c.run.parallelism = a.parallelism;
+  c.run.gen.seed = a.seed;
+  if (!a.start_string.empty()) c.run.gen.start_string = a.start_string;
+  c.start_strings_file = a.start_strings;
+  if (!a.format.empty()) {
+    auto f = ParseOutputFormat(a.format);
+    if (!f.ok()) return Fail(f.status());
+    c.format = f.value();
+  }
+  if (a.num_lines >= 0) c.num_lines = a.num_lines;
+  if (a.gen_temp >= 0) c.gen_temp = a.gen_temp;
+  if (a.gen_chars >= 0) c.gen_chars = a.gen_chars;
+  if (a.predict_batch_size > 0) c.predict_batch_size = a.predict_batch_size;
+  if (a.max_invalid >= 0) c.max_invalid = a.max_invalid;
+  c.checks.field_count = !a.no_field_count;
+  c.checks.type = !a.no_types;
+  c.checks.range = !a.no_ranges;
+  c.checks.category = !a.no_categories;
+  c.checks.empty = !a.no_empty;
+  c.run.cancel = InstallInterruptFlag();
+
+  ProgressLine line(5.0);
+  GenerateEvents ev;
+  ev.progress = [&line](const GenerateProgress& p) {
+    std::string text = fmt::format(
+        "{}/{} records  {:.0f} records/s  {:.0f} tokens/s  valid {:.1f}%  {} workers  ETA {}",
+        p.valid, p.wanted, p.records_per_s, p.tokens_per_s, 100 * p.valid_share, p.workers,
+        p.eta_seconds < 0 ? std::string("?") : FormatDuration(p.eta_seconds));
+    line.Update(text, p.final);
+  };
+  ev.warning = [&line](const std::string& w) { line.Print("warning: " + w); };
+  GenerateSummary sum;
+  Status s = GenerateFromModelDir(c, ev, &sum);
+  line.Finish();
+  double total = double(sum.valid + sum.invalid);
+  std::fprintf(stderr,
+               "%s %lld valid records (%lld invalid, %.1f%% valid) in %s with %d worker%s, "
+               "%.0f records/s%s%s\n",
+               s.ok() ? "generated" : "stopped after", (long long)sum.valid,
+               (long long)sum.invalid, total > 0 ? 100.0 * double(sum.valid) / total : 100.0,
+               FormatDuration(sum.seconds).c_str(), sum.workers, sum.workers == 1 ? "" : "s",
+               sum.seconds > 0 ? double(sum.valid) / sum.seconds : 0.0,
+               sum.output.empty() ? "" : ", written to ", sum.output.c_str());
+  if (sum.worker_failures > 0)
+    std::fprintf(stderr, "%d worker failure%s recovered (their chunks were redone)\n",
+                 sum.worker_failures, sum.worker_failures == 1 ? "" : "s");
+  if (!s.ok()) return Fail(s);
+  return 0;
+}
+
+}  // namespace
+
+void AddGenerateCommand(CLI::App& app) {
+  static GenArgs a;
+  CLI::App* cmd = app.add_subcommand("generate", "Generate synthetic records from a trained model");
+  cmd->add_option("--model-dir,-m", a.model_dir, "trained model directory")->required();
+  cmd->add_option("--num-lines,-n,--gen-lines", a.num_lines,
+                  "valid records to generate [default: the model's gen_lines]");
+  cmd->add_option("--output,-o", a.output, "output file ('-' or none: stdout)");
+  cmd->add_option("--format", a.format, "csv | text | jsonl [default: csv for tables, else text]");
+  cmd->add_option("--parallelism,-p", a.parallelism,
+                  "worker processes: 0 = all CPUs, n, -x = CPUs - x, 0.5 = half [default: 0]");
+  cmd->add_option("--seed", a.seed, "random seed: the same seed gives the same output [default: 0]");
+  cmd->add_option("--gen-temp,--gen_temp", a.gen_temp, "sampling temperature [default: the model's]");
+  cmd->add_option("--gen-chars,--gen_chars", a.gen_chars, "max characters per record, 0 = none");
+  cmd->add_option("--predict-batch-size,--predict_batch_size", a.predict_batch_size,
+                  "records in flight per worker [default: the model's]");
+  cmd->add_option("--max-invalid,--max_invalid", a.max_invalid,
+                  "stop after this many invalid records [default: the model's]");
+  cmd->add_option("--start-string", a.start_string,
+                  "prefix of every record; with a delimiter it must end with it ('Adelie,')");
+  cmd->add_option("--start-strings", a.start_strings,
+                  "file of prefixes, one per line: one valid record per prefix, in order");
+  cmd->add_flag("--no-field-count", a.no_field_count, "do not check the field count")->group("Validation");
+  cmd->add_flag("--no-types", a.no_types, "do not check learned column types")->group("Validation");
+  cmd->add_flag("--no-ranges", a.no_ranges, "do not check numeric min/max")->group("Validation");
+  cmd->add_flag("--no-categories", a.no_categories, "do not check category sets")->group("Validation");
+  cmd->add_flag("--no-empty-check", a.no_empty, "do not check empty fields")->group("Validation");
+  cmd->callback([] { throw CLI::RuntimeError(RunGenerate(a)); });
+}
+
+}  // namespace ds::cli
