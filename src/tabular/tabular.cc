@@ -1,0 +1,948 @@
+#include "tabular/tabular.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <set>
+
+#include "generate/generate.h"
+#include "io/csv.h"
+#include "model/model_dir.h"
+#include "tabular/association.h"
+#include "util/fs.h"
+
+namespace ds {
+namespace {
+
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+constexpr const char* kSpecFile = "tabular.json";
+constexpr const char* kTmpDir = ".tabular-tmp";
+
+uint64_t Mix(uint64_t seed, uint64_t k) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ull * (k + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// "a, b, c" shortened for messages.
+std::string Names(const std::vector<std::string>& v, size_t max = 4) {
+  std::vector<std::string> s(v.begin(), v.begin() + std::min(v.size(), max));
+  std::string out = fmt::format("{}", fmt::join(s, ", "));
+  if (v.size() > max) out += fmt::format(", ... {} columns", v.size());
+  return out;
+}
+
+std::string BatchName(const TabularSpec& spec, size_t b) {
+  return fmt::format("batch {} ({})", b, Names(spec.batches[b].columns));
+}
+
+std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+char TableDelimiter(const Config& c) {
+  if (c.field_delimiter.empty()) return ',';
+  Result<char> d = ParseDelimiter(c.field_delimiter);
+  return d.ok() ? *d : ',';
+}
+
+// A byte that occurs in no value of the table: the table's delimiter when
+// possible (see TabularSpec::batch_delimiter).
+Result<char> ChooseBatchDelimiter(const Table& t) {
+  bool seen[256] = {};
+  for (const auto& row : t.rows)
+    for (const auto& v : row)
+      for (unsigned char c : v) seen[c] = true;
+  for (char c : {t.delimiter, '\x1f', '\x1e', '\x1d', '\x1c', '|', ';', '\t', '~', '^', '\x01'})
+    if (!seen[static_cast<unsigned char>(c)]) return c;
+  for (int c = 2; c < 0x7f; ++c)
+    if (!seen[c] && c != '"' && c != '\r' && c != '\n') return char(c);
+  return DS_ERR(kInvalidInput,
+                "{}: every ASCII byte occurs in the values; no field delimiter is left for the "
+                "batch models",
+                t.path);
+}
+
+// ---------------------------------------------------------------------------
+// Per-batch training in child processes.
+
+// Sends the child's Train() events to the parent as JSON lines.
+class PipeObserver : public TrainObserver {
+ public:
+  explicit PipeObserver(int fd) : fd_(fd) {}
+  void Send(const Json& j) {
+    std::string s = Dump(j) + "\n";
+    const char* p = s.data();
+    size_t left = s.size();
+    while (left > 0) {
+      ssize_t n = ::write(fd_, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // parent gone
+      p += n;
+      left -= size_t(n);
+    }
+  }
+  void OnInfo(const std::string& m) override { Send({{"t", "info"}, {"m", m}}); }
+  void OnEpoch(const EpochResult& r) override {
+    auto n = [](double v) { return std::isnan(v) ? Json(nullptr) : Json(v); };
+    Send({{"t", "epoch"},
+          {"epoch", r.epoch},
+          {"loss", n(r.loss)},
+          {"accuracy", n(r.accuracy)},
+          {"val_loss", n(r.val_loss)},
+          {"val_accuracy", n(r.val_accuracy)},
+          {"best", r.best},
+          {"seconds", r.seconds},
+          {"tokens_per_s", r.tokens_per_s}});
+  }
+
+ private:
+  int fd_;
+};
+
+[[noreturn]] void RunChild(int fd, const TrainOptions& opts) {
+  ::signal(SIGINT, SIG_IGN);  // the parent tears the batch processes down
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  PipeObserver obs(fd);
+  Result<TrainSummary> r = Train(opts, &obs);
+  if (!r.ok()) {
+    obs.Send({{"t", "error"}, {"code", int(r.status().code())}, {"m", r.status().message()}});
+    ::_exit(1);
+  }
+  const TrainSummary& s = *r;
+  double loss = NAN, val_loss = NAN;
+  for (const auto& e : s.history)
+    if (e.best) loss = e.loss, val_loss = e.val_loss;
+  Json done = {{"t", "done"},
+               {"records", s.meta.records},
+               {"epochs_run", s.meta.epochs_run},
+               {"best_epoch", s.meta.best_epoch},
+               {"best_metric", s.meta.best_metric},
+               {"loss", std::isnan(loss) ? Json(nullptr) : Json(loss)},
+               {"val_loss", std::isnan(val_loss) ? Json(nullptr) : Json(val_loss)},
+               {"seconds", s.seconds},
+               {"tokens_per_s", s.tokens_per_s},
+               {"stop", s.meta.stop_reason}};
+  obs.Send(done);
+  ::_exit(0);
+}
+
+struct Child {
+  pid_t pid = -1;
+  int fd = -1;
+  int batch = 0;
+  std::string buf;
+  bool done = false;
+  Status error;
+  BatchTrainResult result;
+};
+
+void KillAll(std::vector<Child>& running) {
+  for (auto& c : running)
+    if (c.pid > 0) ::kill(c.pid, SIGTERM);
+  for (auto& c : running) {
+    if (c.pid > 0) {
+      int st;
+      while (::waitpid(c.pid, &st, 0) < 0 && errno == EINTR) {
+      }
+    }
+    if (c.fd >= 0) ::close(c.fd);
+    c.pid = -1;
+    c.fd = -1;
+  }
+  running.clear();
+}
+
+// Handles one JSON line from a child.
+void HandleLine(Child& c, const std::string& line, TabularObserver& obs) {
+  Json j = Json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return;
+  try {
+    std::string t = j.value("t", "");
+    auto num = [&](const char* k) {
+      return j.contains(k) && j[k].is_number() ? j[k].get<double>() : NAN;
+    };
+    if (t == "info") {
+      obs.OnBatchInfo(c.batch, j.value("m", ""));
+    } else if (t == "epoch") {
+      EpochResult r;
+      r.epoch = j.value("epoch", 0);
+      r.loss = num("loss");
+      r.accuracy = num("accuracy");
+      r.val_loss = num("val_loss");
+      r.val_accuracy = num("val_accuracy");
+      r.best = j.value("best", false);
+      r.seconds = num("seconds");
+      r.tokens_per_s = num("tokens_per_s");
+      obs.OnBatchEpoch(c.batch, r);
+    } else if (t == "error") {
+      int code = j.value("code", int(Code::kInternal));
+      if (code <= 0 || code > int(Code::kInternal)) code = int(Code::kInternal);
+      c.error = Status(Code(code), j.value("m", std::string("unknown error")), __FILE__, __LINE__);
+    } else if (t == "done") {
+      c.done = true;
+      BatchTrainResult& r = c.result;
+      r.batch = c.batch;
+      r.records = j.value("records", int64_t{0});
+      r.epochs_run = j.value("epochs_run", 0);
+      r.best_epoch = j.value("best_epoch", 0);
+      r.best_metric = num("best_metric");
+      r.loss = num("loss");
+      r.val_loss = num("val_loss");
+      r.seconds = num("seconds");
+      r.tokens_per_s = num("tokens_per_s");
+      r.stop_reason = j.value("stop", "");
+    }
+  } catch (const Json::exception&) {
+  }
+}
+
+struct BatchJob {
+  int batch = 0;
+  TrainOptions options;
+  int64_t width = 0;  // columns incl. conditioning (scheduling: widest first)
+};
+
+// Runs the jobs in at most `procs` child processes at a time.
+Status RunBatchJobs(std::vector<BatchJob> jobs, int procs, const TabularSpec& spec,
+                    const std::atomic<bool>* cancel, TabularObserver& obs,
+                    std::vector<BatchTrainResult>* results) {
+  std::stable_sort(jobs.begin(), jobs.end(),
+                   [](const BatchJob& a, const BatchJob& b) { return a.width > b.width; });
+  results->assign(spec.batches.size(), BatchTrainResult{});
+  std::vector<Child> running;
+  size_t next = 0;
+  while (next < jobs.size() || !running.empty()) {
+    if (cancel && cancel->load()) {
+      KillAll(running);
+      return DS_ERR(kCancelled, "training interrupted");
+    }
+    while (next < jobs.size() && int(running.size()) < procs) {
+      const BatchJob& job = jobs[next++];
+      int fds[2];
+      if (::pipe2(fds, O_CLOEXEC) != 0) {
+        KillAll(running);
+        return DS_ERR(kIo, "pipe failed: {}", strerror(errno));
+      }
+      std::fflush(nullptr);
+      pid_t pid = ::fork();
+      if (pid < 0) {
+        ::close(fds[0]);
+        ::close(fds[1]);
+        KillAll(running);
+        return DS_ERR(kResourceExhausted, "fork failed: {}", strerror(errno));
+      }
+      if (pid == 0) {
+        ::close(fds[0]);
+        RunChild(fds[1], job.options);
+      }
+      ::close(fds[1]);
+      ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
+      Child c;
+      c.pid = pid;
+      c.fd = fds[0];
+      c.batch = job.batch;
+      c.result.threads = job.options.config.threads;
+      running.push_back(std::move(c));
+      obs.OnInfo(fmt::format(
+          "{}: training ({} + {} conditioning columns, {} threads)",
+          BatchName(spec, size_t(job.batch)), spec.batches[size_t(job.batch)].columns.size(),
+          spec.batches[size_t(job.batch)].condition.size(), job.options.config.threads));
+    }
+    std::vector<pollfd> pfds;
+    for (const auto& c : running) pfds.push_back({c.fd, POLLIN, 0});
+    int pr = ::poll(pfds.data(), pfds.size(), 250);
+    if (pr < 0 && errno != EINTR) {
+      KillAll(running);
+      return DS_ERR(kIo, "poll failed: {}", strerror(errno));
+    }
+    for (size_t i = 0; i < running.size();) {
+      Child& c = running[i];
+      bool eof = false;
+      char tmp[65536];
+      while (true) {
+        ssize_t n = ::read(c.fd, tmp, sizeof(tmp));
+        if (n > 0) {
+          c.buf.append(tmp, size_t(n));
+          continue;
+        }
+        if (n == 0) eof = true;
+        if (n < 0 && errno == EINTR) continue;
+        break;
+      }
+      size_t pos;
+      while ((pos = c.buf.find('\n')) != std::string::npos) {
+        HandleLine(c, c.buf.substr(0, pos), obs);
+        c.buf.erase(0, pos + 1);
+      }
+      if (!eof) {
+        ++i;
+        continue;
+      }
+      ::close(c.fd);
+      c.fd = -1;
+      int st = 0;
+      while (::waitpid(c.pid, &st, 0) < 0 && errno == EINTR) {
+      }
+      c.pid = -1;
+      const std::string name = BatchName(spec, size_t(c.batch));
+      Status failure;
+      if (!c.error.ok()) {
+        failure =
+            Status(c.error.code(), name + ": " + c.error.message(), c.error.file(), c.error.line());
+      } else if (!c.done || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        failure = WIFSIGNALED(st)
+                      ? DS_ERR(kInternal, "{}: the training process was killed by signal {} ({})",
+                               name, WTERMSIG(st), strsignal(WTERMSIG(st)))
+                      : DS_ERR(kInternal, "{}: the training process ended without a result", name);
+      }
+      if (!failure.ok()) {
+        running.erase(running.begin() + long(i));
+        KillAll(running);
+        return failure;
+      }
+      (*results)[size_t(c.batch)] = c.result;
+      obs.OnBatchTrained(c.result);
+      running.erase(running.begin() + long(i));
+    }
+  }
+  return Status::Ok();
+}
+
+// Removes what a failed training run left (see TrainTabular).
+void CleanUp(const std::string& dir, bool created, size_t batches) {
+  if (created) {
+    (void)RemoveTree(dir);
+    return;
+  }
+  (void)RemoveTree(dir + "/" + kTmpDir);
+  for (size_t b = 0; b < batches; ++b) (void)RemoveTree(fmt::format("{}/batch_{}", dir, b));
+}
+
+Status PrepareModelDir(const std::string& dir, bool overwrite, bool* created) {
+  *created = false;
+  if (dir.empty()) return DS_ERR(kInvalidArgument, "no model directory given (--model-dir)");
+  const bool tabular = IsTabularModel(dir);
+  const bool plain = LooksLikeModel(dir);
+  if ((tabular || plain) && !overwrite)
+    return DS_ERR(kAlreadyExists,
+                  "{}: already holds a trained {}model; pass --overwrite to replace it", dir,
+                  tabular ? "tabular " : "");
+  if (tabular) {
+    // tabular.json first: the directory never pairs an old description with new batches.
+    if (std::remove((dir + "/" + kSpecFile).c_str()) != 0 && errno != ENOENT)
+      return DS_ERR(kIo, "{}/{}: cannot remove: {}", dir, kSpecFile, strerror(errno));
+  }
+  if (!PathExists(dir)) {
+    DS_RETURN_IF_ERROR(MakeDirs(dir));
+    *created = true;
+    return Status::Ok();
+  }
+  // Old batch directories and temporary files go.
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    if (name == kTmpDir || (name.rfind("batch_", 0) == 0 && name.size() > 6 &&
+                            name.find_first_not_of("0123456789", 6) == std::string::npos))
+      DS_RETURN_IF_ERROR(RemoveTree(e.path().string()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+bool IsTabularModel(const std::string& dir) { return PathExists(dir + "/" + kSpecFile); }
+
+Result<TabularSpec> ReadTabularSpec(const std::string& dir) {
+  const std::string path = dir + "/" + kSpecFile;
+  if (!PathExists(dir)) return DS_ERR(kNotFound, "{}: model directory does not exist", dir);
+  if (!PathExists(path))
+    return DS_ERR(kNotFound, "{}: not a tabular model (no {}){}", dir, kSpecFile,
+                  LooksLikeModel(dir) ? "; it holds an ordinary model" : "");
+  DS_ASSIGN_OR_RETURN(std::string text, ReadFile(path, 64 << 20));
+  Json j = Json::parse(text, nullptr, false);
+  if (j.is_discarded()) return DS_ERR(kCorrupt, "{}: not valid JSON", path);
+  return TabularSpec::FromJson(j, path);
+}
+
+Result<Table> ReadTable(const std::string& path, char delimiter, int64_t max_rows) {
+  CsvOptions o;
+  o.delimiter = delimiter;
+  DS_ASSIGN_OR_RETURN(auto reader, CsvReader::Open(path, o));
+  DS_RETURN_IF_ERROR(reader->RequireHeader());
+  DS_RETURN_IF_ERROR(ValidateHeader(reader->header(), reader->path()));
+  Table t;
+  t.path = path;
+  t.delimiter = delimiter;
+  t.header = reader->header();
+  std::vector<std::string> fields;
+  while (max_rows <= 0 || int64_t(t.rows.size()) < max_rows) {
+    DS_ASSIGN_OR_RETURN(bool more, reader->Next(&fields));
+    if (!more) break;
+    if (fields.size() != t.header.size())
+      return DS_ERR(kInvalidInput, "{}:{}: {} fields, the header has {}", reader->path(),
+                    reader->record_line(), fields.size(), t.header.size());
+    t.rows.push_back(fields);
+  }
+  if (t.rows.empty()) return DS_ERR(kInvalidInput, "{}: a header but no rows", reader->path());
+  return t;
+}
+
+Status WriteTable(const std::string& path, const std::vector<std::string>& header,
+                  const std::vector<std::vector<std::string>>& rows, char delimiter) {
+  const bool to_stdout = path.empty() || path == "-";
+  AtomicFileWriter w;
+  if (!to_stdout) DS_RETURN_IF_ERROR(w.Open(path));
+  std::string buf;
+  auto flush = [&]() -> Status {
+    if (to_stdout) {
+      if (std::fwrite(buf.data(), 1, buf.size(), stdout) != buf.size() || std::fflush(stdout) != 0)
+        return DS_ERR(kIo, "<stdout>: write failed: {}", strerror(errno));
+    } else {
+      DS_RETURN_IF_ERROR(w.Write(buf));
+    }
+    buf.clear();
+    return Status::Ok();
+  };
+  AppendCsvRecord(&buf, header, delimiter);
+  for (const auto& r : rows) {
+    AppendCsvRecord(&buf, r, delimiter);
+    if (buf.size() > (1u << 20)) DS_RETURN_IF_ERROR(flush());
+  }
+  DS_RETURN_IF_ERROR(flush());
+  if (!to_stdout) DS_RETURN_IF_ERROR(w.Commit());
+  return Status::Ok();
+}
+
+Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularObserver* observer) {
+  TabularObserver null_observer;
+  TabularObserver& obs = observer ? *observer : null_observer;
+  auto t0 = Clock::now();
+  DS_RETURN_IF_ERROR(o.config.Validate());
+  DS_RETURN_IF_ERROR(o.tabular.Validate());
+  const char delim = TableDelimiter(o.config);
+  if (!o.config.field_delimiter.empty())
+    DS_RETURN_IF_ERROR(ParseDelimiter(o.config.field_delimiter).status());
+  if (o.model_dir.empty())
+    return DS_ERR(kInvalidArgument, "no model directory given (--model-dir)");
+  if ((IsTabularModel(o.model_dir) || LooksLikeModel(o.model_dir)) && !o.config.overwrite)
+    return DS_ERR(kAlreadyExists,
+                  "{}: already holds a trained {}model; pass --overwrite to replace it",
+                  o.model_dir, IsTabularModel(o.model_dir) ? "tabular " : "");
+  if (!PathExists(o.input_path))
+    return DS_ERR(kNotFound, "{}: input file does not exist", o.input_path);
+
+  // 1. the table, its column types and associations (before touching the model
+  // dir). Messages are held back until the plan stands, so that an error is
+  // the only output of a run that fails here.
+  std::vector<std::string> infos;
+  DS_ASSIGN_OR_RETURN(Table table, ReadTable(o.input_path, delim, o.config.max_lines));
+  infos.push_back(fmt::format("read {} rows of {} columns from {}", table.rows.size(),
+                              table.header.size(), o.input_path));
+  RuleOptions ropts;
+  if (o.config.dp && !o.config.dp_store_value_rules) ropts.store_values = false;
+  ColumnRules rules = LearnColumnRules(table.header, table.rows, ropts);
+  std::vector<PlanColumn> cols(table.header.size());
+  for (size_t c = 0; c < cols.size(); ++c) {
+    cols[c].name = table.header[c];
+    cols[c].type = rules.columns()[c].type;
+  }
+  for (const auto& row : table.rows)
+    for (size_t c = 0; c < cols.size(); ++c)
+      for (unsigned char ch : row[c])
+        if (ch < 128) cols[c].ascii.set(ch);
+  TabularConfig tcfg = o.tabular;
+  std::vector<double> assoc(cols.size() * cols.size(), 0.0);
+  if (o.config.dp) {
+    if (tcfg.grouping == "auto" || tcfg.condition_columns > 0)
+      infos.push_back(
+          "dp: no association measurement (it would reveal data outside the privacy guarantee): "
+          "batches in header order, no conditioning across batches");
+    tcfg.grouping = "order";
+    tcfg.condition_columns = 0;
+  } else {
+    auto ta = Clock::now();
+    ProfileOptions popts;
+    popts.max_rows = tcfg.association_rows;
+    assoc = AssociationMatrix(ProfileColumns(rules, table.rows, popts));
+    infos.push_back(fmt::format("measured {} column associations in {:.2f}s",
+                                cols.size() * (cols.size() - 1) / 2, Since(ta)));
+  }
+  DS_ASSIGN_OR_RETURN(std::vector<TabularBatch> batches, PlanBatches(cols, assoc, tcfg));
+  DS_ASSIGN_OR_RETURN(char bdelim, ChooseBatchDelimiter(table));
+
+  TabularSpec spec;
+  spec.datasynth_version = DS_VERSION;
+  spec.header = table.header;
+  spec.delimiter = delim;
+  spec.batch_delimiter = bdelim;
+  spec.rows = int64_t(table.rows.size());
+  spec.input_path = o.input_path;
+  spec.grouping = tcfg.header_groups.empty() ? tcfg.grouping : "groups+" + tcfg.grouping;
+  spec.batch_columns = tcfg.batch_columns;
+  spec.condition_columns = tcfg.condition_columns;
+  spec.seed_columns = tcfg.seed_columns;
+  spec.seed = o.config.seed != 0
+                  ? uint64_t(o.config.seed)
+                  : (uint64_t(std::random_device{}()) << 32 | std::random_device{}()) | 1u;
+  spec.batches = batches;
+  DS_RETURN_IF_ERROR(spec.Check("tabular plan"));
+  for (const auto& m : infos) obs.OnInfo(m);
+  for (size_t b = 0; b < spec.batches.size(); ++b) {
+    const auto& t = spec.batches[b];
+    obs.OnInfo(fmt::format(
+        "batch {}: {}{}", b, fmt::join(t.columns, ", "),
+        t.condition.empty() ? std::string()
+                            : fmt::format("  | conditioned on {}", fmt::join(t.condition, ", "))));
+  }
+
+  // 2. the model directory and the batch CSVs.
+  bool created = false;
+  DS_RETURN_IF_ERROR(PrepareModelDir(o.model_dir, o.config.overwrite, &created));
+  const std::string tmp = o.model_dir + "/" + kTmpDir;
+  std::vector<BatchTrainResult> results;
+  int procs = 1;
+  Status st = [&]() -> Status {
+    DS_RETURN_IF_ERROR(MakeDirs(tmp));
+    std::map<std::string, size_t> index;
+    for (size_t c = 0; c < table.header.size(); ++c) index[table.header[c]] = c;
+    std::vector<BatchJob> jobs;
+    for (size_t b = 0; b < spec.batches.size(); ++b) {
+      const auto& t = spec.batches[b];
+      std::vector<size_t> ids;
+      std::vector<std::string> header;
+      for (const auto* list : {&t.condition, &t.columns})
+        for (const auto& name : *list) {
+          ids.push_back(index.at(name));
+          header.push_back(name);
+        }
+      std::string text;
+      AppendCsvRecord(&text, header, bdelim);
+      std::vector<std::string_view> fields(ids.size());
+      for (const auto& row : table.rows) {
+        for (size_t i = 0; i < ids.size(); ++i) fields[i] = row[ids[i]];
+        AppendCsvRecord(&text, fields, bdelim);
+      }
+      BatchJob job;
+      job.batch = int(b);
+      job.width = int64_t(ids.size());
+      job.options.input_path = fmt::format("{}/batch_{}.csv", tmp, b);
+      job.options.model_dir = o.model_dir + "/" + t.dir;
+      DS_RETURN_IF_ERROR(WriteFileAtomic(job.options.input_path, text));
+      Config& c = job.options.config;
+      c = o.config;
+      c.field_delimiter = std::string(1, bdelim);
+      c.max_lines = 0;
+      c.overwrite = true;
+      c.seed = int64_t(Mix(spec.seed, b) >> 1) | 1;
+      jobs.push_back(std::move(job));
+    }
+    // 3. train the batches.
+    const int budget = o.config.threads > 0 ? o.config.threads : AvailableCpus();
+    procs = tcfg.parallel_batches > 0 ? tcfg.parallel_batches : budget;
+    procs = std::max(1, std::min<int>(procs, int(jobs.size())));
+    const int threads = std::max(1, budget / procs);
+    for (auto& j : jobs) j.options.config.threads = threads;
+    obs.OnInfo(fmt::format("training {} batches, {} at a time with {} thread{} each", jobs.size(),
+                           procs, threads, threads == 1 ? "" : "s"));
+    DS_RETURN_IF_ERROR(RunBatchJobs(std::move(jobs), procs, spec, o.cancel, obs, &results));
+    (void)RemoveTree(tmp);
+    // 4. tabular.json last.
+    DS_RETURN_IF_ERROR(
+        WriteFileAtomic(o.model_dir + "/" + kSpecFile, spec.ToJson().dump(1) + "\n"));
+    return Status::Ok();
+  }();
+  if (!st.ok()) {
+    CleanUp(o.model_dir, created, spec.batches.size());
+    return st;
+  }
+  TabularTrainSummary summary;
+  summary.spec = spec;
+  summary.batches = std::move(results);
+  summary.processes = procs;
+  summary.seconds = Since(t0);
+  return summary;
+}
+
+// ---------------------------------------------------------------------------
+// Seeds
+
+Result<TabularSeeds> ParseSeedFields(const std::vector<std::string>& assignments) {
+  TabularSeeds s;
+  s.source = "--seed-field";
+  s.rows.emplace_back();
+  for (const auto& a : assignments) {
+    size_t eq = a.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return DS_ERR(kInvalidArgument, "seed field '{}': expected column=value", a);
+    std::string col = a.substr(0, eq);
+    if (std::find(s.columns.begin(), s.columns.end(), col) != s.columns.end())
+      return DS_ERR(kInvalidArgument, "seed field '{}' is given twice", col);
+    s.columns.push_back(col);
+    s.rows[0].push_back(a.substr(eq + 1));
+  }
+  if (s.columns.empty()) return DS_ERR(kInvalidArgument, "no seed fields given");
+  return s;
+}
+
+Result<TabularSeeds> ReadSeedFile(const std::string& path, char delimiter) {
+  DS_ASSIGN_OR_RETURN(Table t, ReadTable(path, delimiter));
+  TabularSeeds s;
+  s.columns = t.header;
+  s.rows = std::move(t.rows);
+  s.per_row = true;
+  s.source = path;
+  return s;
+}
+
+namespace {
+
+// Reorders `seeds` to batch 0's column order and checks that they form a
+// leading run of the seedable columns.
+Status ResolveSeeds(const TabularSpec& spec, TabularSeeds* seeds) {
+  const auto& seedable = spec.seedable();
+  std::vector<int> pos;
+  for (const auto& c : seeds->columns) {
+    auto it = std::find(seedable.begin(), seedable.end(), c);
+    if (it == seedable.end()) {
+      bool known = std::find(spec.header.begin(), spec.header.end(), c) != spec.header.end();
+      return DS_ERR(kInvalidArgument,
+                    "{}: cannot seed column '{}': {}; this model can seed {} (a leading run of "
+                    "them, in this order). To seed other columns, train with --seed-columns {}",
+                    seeds->source, c,
+                    known ? "the model was not trained with it first" : "no such column",
+                    Names(seedable, 6), c);
+    }
+    pos.push_back(int(it - seedable.begin()));
+  }
+  std::vector<int> order(pos.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return pos[size_t(a)] < pos[size_t(b)]; });
+  for (size_t i = 0; i < order.size(); ++i)
+    if (pos[size_t(order[i])] != int(i))
+      return DS_ERR(kInvalidArgument,
+                    "{}: seeding '{}' needs '{}' seeded too: seeds must give a leading run of the "
+                    "seedable columns ({}); to seed '{}' alone, train with --seed-columns {}",
+                    seeds->source, seedable[size_t(pos[size_t(order[i])])], seedable[i],
+                    Names(seedable, 6), seedable[size_t(pos[size_t(order[i])])],
+                    seedable[size_t(pos[size_t(order[i])])]);
+  TabularSeeds out;
+  out.per_row = seeds->per_row;
+  out.source = seeds->source;
+  for (int i : order) out.columns.push_back(seeds->columns[size_t(i)]);
+  for (const auto& r : seeds->rows) {
+    std::vector<std::string> v;
+    for (int i : order) v.push_back(r[size_t(i)]);
+    out.rows.push_back(std::move(v));
+  }
+  *seeds = std::move(out);
+  return Status::Ok();
+}
+
+std::string PrefixOf(const std::vector<std::string>& values, char d) {
+  std::string s;
+  for (const auto& v : values) {
+    s += v;
+    s += d;
+  }
+  return s;
+}
+
+// One batch model loaded for generation.
+struct LoadedBatch {
+  std::unique_ptr<Model> model;
+  GenerationModel gm;
+};
+
+Result<LoadedBatch> LoadBatch(const std::string& dir, const TabularSpec& spec, size_t b,
+                              const RuleChecks& checks) {
+  LoadedBatch lb;
+  const TabularBatch& t = spec.batches[b];
+  const std::string path = dir + "/" + t.dir;
+  DS_ASSIGN_OR_RETURN(lb.model, LoadModel(path));
+  std::vector<std::string> want = t.condition;
+  want.insert(want.end(), t.columns.begin(), t.columns.end());
+  if (lb.model->meta.header != want || lb.model->meta.delimiter != spec.batch_delimiter)
+    return DS_ERR(kCorrupt, "{}: the model's columns do not match {}/{}", path, dir, kSpecFile);
+  DS_ASSIGN_OR_RETURN(lb.gm, MakeGenerationModel(*lb.model, checks));
+  return lb;
+}
+
+// Seed values against batch 0's rules and tokenizer: errors name the seed.
+Status CheckSeeds(const TabularSeeds& seeds, const LoadedBatch& b0, char bdelim) {
+  ColumnRules sub;
+  if (b0.gm.rules) {
+    for (size_t i = 0; i < seeds.columns.size(); ++i)
+      sub.mutable_columns().push_back(b0.gm.rules->columns()[i]);
+    sub.set_checks(b0.gm.rules->checks());
+  }
+  std::vector<int32_t> ids;
+  for (size_t r = 0; r < seeds.rows.size(); ++r) {
+    const auto& row = seeds.rows[r];
+    std::string where =
+        seeds.per_row ? fmt::format("{}: seed row {}", seeds.source, r + 1) : seeds.source;
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (row[i].find(bdelim) != std::string::npos)
+        return DS_ERR(kInvalidInput,
+                      "{}: seed field '{}': the value holds byte 0x{:02x}, which never occurs in "
+                      "the training data",
+                      where, seeds.columns[i], static_cast<unsigned char>(bdelim));
+      ids.clear();
+      Status s = b0.model->tokenizer->EncodeField(row[i], &ids);
+      if (!s.ok())
+        return DS_ERR(kInvalidInput, "{}: seed field '{}': {}", where, seeds.columns[i],
+                      s.message());
+    }
+    if (!sub.columns().empty()) {
+      std::string why = sub.Validate(row);
+      if (!why.empty())
+        return DS_ERR(kInvalidInput,
+                      "{}: {} (every generated row would be rejected by the column rules)", where,
+                      why);
+    }
+  }
+  return Status::Ok();
+}
+
+// Reads a batch's generated CSV back: exactly `n` rows with the given prefixes.
+Status ReadBatchOutput(const std::string& path, const TabularSpec& spec, size_t b, int64_t n,
+                       const std::vector<std::vector<std::string>>* prefixes,
+                       const std::vector<size_t>& out_index,
+                       std::vector<std::vector<std::string>>* rows) {
+  CsvOptions co;
+  co.delimiter = spec.batch_delimiter;
+  DS_ASSIGN_OR_RETURN(auto reader, CsvReader::Open(path, co));
+  const TabularBatch& t = spec.batches[b];
+  const size_t nc = t.condition.size(), width = nc + t.columns.size();
+  std::vector<std::string> f;
+  int64_t i = 0;
+  while (true) {
+    DS_ASSIGN_OR_RETURN(bool more, reader->Next(&f));
+    if (!more) break;
+    if (i >= n || f.size() != width)
+      return DS_ERR(kInternal, "{}: generated row {} does not fit (fields {}, expected {})",
+                    BatchName(spec, b), i + 1, f.size(), width);
+    const std::vector<std::string>* p = prefixes ? &(*prefixes)[size_t(i)] : nullptr;
+    for (size_t k = 0; p && k < p->size(); ++k)
+      if (f[k] != (*p)[k])
+        return DS_ERR(kInternal, "{}: generated row {} does not start with its prefix",
+                      BatchName(spec, b), i + 1);
+    auto& row = (*rows)[size_t(i)];
+    for (size_t k = 0; k < t.columns.size(); ++k) row[out_index[k]] = std::move(f[nc + k]);
+    ++i;
+  }
+  if (i != n)
+    return DS_ERR(kInternal, "{}: {} rows generated, {} wanted", BatchName(spec, b), i, n);
+  return Status::Ok();
+}
+
+struct TempDir {
+  std::string path;
+  ~TempDir() {
+    if (!path.empty()) (void)RemoveTree(path);
+  }
+};
+
+Status MakeTempDir(const std::string& stem, TempDir* t) {
+  std::error_code ec;
+  std::string base = std::filesystem::temp_directory_path(ec).string();
+  if (ec || base.empty()) base = "/tmp";
+  std::string templ = base + "/" + stem + "-XXXXXX";
+  if (!::mkdtemp(templ.data()))
+    return DS_ERR(kIo, "{}: cannot create a temporary directory: {}", templ, strerror(errno));
+  t->path = templ;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status GenerateTabular(const TabularGenerateOptions& o, TabularObserver* observer,
+                       TabularGenerateSummary* summary) {
+  TabularObserver null_observer;
+  TabularObserver& obs = observer ? *observer : null_observer;
+  *summary = TabularGenerateSummary{};
+  auto t0 = Clock::now();
+  DS_ASSIGN_OR_RETURN(TabularSpec spec, ReadTabularSpec(o.model_dir));
+  const size_t nb = spec.batches.size();
+
+  // Seeds.
+  int given = int(!o.seed_fields.empty()) + int(!o.seed_file.empty()) + int(o.seeds.has_value());
+  if (given > 1)
+    return DS_ERR(kInvalidArgument, "give either seed fields or a seed file, not both");
+  std::optional<TabularSeeds> seeds = o.seeds;
+  if (!o.seed_fields.empty()) {
+    DS_ASSIGN_OR_RETURN(seeds, ParseSeedFields(o.seed_fields));
+  } else if (!o.seed_file.empty()) {
+    DS_ASSIGN_OR_RETURN(seeds, ReadSeedFile(o.seed_file, spec.delimiter));
+  }
+  if (seeds) {
+    for (const auto& r : seeds->rows)
+      if (r.size() != seeds->columns.size())
+        return DS_ERR(kInvalidArgument, "{}: a seed row has {} values for {} columns",
+                      seeds->source, r.size(), seeds->columns.size());
+    if (seeds->rows.empty()) return DS_ERR(kInvalidArgument, "{}: no seed rows", seeds->source);
+    if (!seeds->per_row && seeds->rows.size() != 1)
+      return DS_ERR(kInvalidArgument, "{}: one seed row expected", seeds->source);
+    DS_RETURN_IF_ERROR(ResolveSeeds(spec, &*seeds));
+  }
+  int64_t n = o.num_lines.value_or(spec.rows);
+  if (seeds && seeds->per_row) {
+    if (o.num_lines && *o.num_lines != int64_t(seeds->rows.size()))
+      return DS_ERR(kInvalidArgument,
+                    "{}: {} seed rows give {} generated rows; --num-lines {} disagrees (leave it "
+                    "out)",
+                    seeds->source, seeds->rows.size(), seeds->rows.size(), *o.num_lines);
+    n = int64_t(seeds->rows.size());
+  }
+  if (n < 0) return DS_ERR(kInvalidArgument, "num_lines must be >= 0");
+  const uint64_t seed = o.seed != 0 ? o.seed : spec.seed;
+
+  // Output rows in header order.
+  std::map<std::string, size_t> index;
+  for (size_t c = 0; c < spec.header.size(); ++c) index[spec.header[c]] = c;
+  std::vector<std::vector<std::string>> rows(size_t(n),
+                                             std::vector<std::string>(spec.header.size()));
+  TempDir tmp;
+  DS_RETURN_IF_ERROR(MakeTempDir("datasynth-tabular", &tmp));
+
+  for (size_t b = 0; b < nb && n > 0; ++b) {
+    const TabularBatch& t = spec.batches[b];
+    const std::string name = BatchName(spec, b);
+    auto tb = Clock::now();
+    DS_ASSIGN_OR_RETURN(LoadedBatch lb, LoadBatch(o.model_dir, spec, b, o.checks));
+    const Config& mc = lb.model->config;
+    RunOptions run;
+    GenerateOptions& g = run.gen;
+    g.num_lines = n;
+    g.seed = Mix(seed, 1000 + b);
+    g.temperature = o.gen_temp.value_or(mc.gen_temp);
+    g.gen_chars = o.gen_chars.value_or(mc.gen_chars);
+    g.predict_batch_size = o.predict_batch_size.value_or(mc.predict_batch_size);
+    g.max_invalid = o.max_invalid.value_or(mc.max_invalid);
+    run.parallelism = o.parallelism;
+    run.format = OutputFormat::kCsv;
+    run.output = fmt::format("{}/batch_{}.csv", tmp.path, b);
+    run.cancel = o.cancel;
+    std::vector<std::vector<std::string>> prefix_values;  // [n][prefix fields] when per row
+    if (b == 0 && seeds) {
+      DS_RETURN_IF_ERROR(CheckSeeds(*seeds, lb, spec.batch_delimiter));
+      if (seeds->columns.size() == t.columns.size()) {
+        // Every column of batch 0 is seeded: nothing to sample (a start
+        // string must leave at least one field to the model).
+        for (size_t i = 0; i < size_t(n); ++i) {
+          const auto& v = seeds->rows[seeds->per_row ? i : 0];
+          for (size_t k = 0; k < v.size(); ++k) rows[i][index.at(seeds->columns[k])] = v[k];
+        }
+        GenerateSummary gs;
+        gs.valid = n;
+        gs.complete = true;
+        summary->batches.push_back(gs);
+        obs.OnBatchGenerated(int(b), gs);
+        obs.OnInfo(fmt::format("{}: every column seeded, {} rows taken from the seeds", name, n));
+        continue;
+      }
+      if (seeds->per_row) {
+        prefix_values = seeds->rows;
+      } else {
+        g.start_string = PrefixOf(seeds->rows[0], spec.batch_delimiter);
+      }
+      g.prefixes_source = seeds->source;
+    } else if (!t.condition.empty()) {
+      std::vector<size_t> cidx;
+      for (const auto& c : t.condition) cidx.push_back(index.at(c));
+      prefix_values.resize(size_t(n));
+      for (size_t i = 0; i < size_t(n); ++i) {
+        auto& p = prefix_values[i];
+        for (size_t c : cidx) {
+          if (rows[i][c].find(spec.batch_delimiter) != std::string::npos)
+            return DS_ERR(kInternal, "{}: conditioning value of row {} holds the batch delimiter",
+                          name, i + 1);
+          p.push_back(rows[i][c]);
+        }
+      }
+      g.prefixes_source = fmt::format("conditioning values of batch {}", b);
+    }
+    for (const auto& p : prefix_values) g.prefixes.push_back(PrefixOf(p, spec.batch_delimiter));
+    GenerateEvents events;
+    events.progress = [&](const GenerateProgress& p) {
+      obs.OnGenerateProgress(int(b), int(nb), p);
+    };
+    events.warning = [&](const std::string& w) { obs.OnWarning(name + ": " + w); };
+    GenerateSummary gs;
+    Status st = RunGeneration(lb.gm, run, events, &gs);
+    summary->batches.push_back(gs);
+    summary->invalid += gs.invalid;
+    if (!st.ok()) {
+      std::string hint;
+      if (st.code() == Code::kResourceExhausted)
+        hint =
+            "; this batch's model makes too many invalid rows: train it longer, or raise "
+            "--max-invalid (it applies to each batch)";
+      return Status(st.code(), fmt::format("{}: {}{}", name, st.message(), hint), st.file(),
+                    st.line());
+    }
+    std::vector<size_t> out_index;
+    for (const auto& c : t.columns) out_index.push_back(index.at(c));
+    DS_RETURN_IF_ERROR(ReadBatchOutput(run.output, spec, b, n,
+                                       prefix_values.empty() ? nullptr : &prefix_values, out_index,
+                                       &rows));
+    // Seeds of a single set for all rows: check their prefix too.
+    if (b == 0 && seeds && !seeds->per_row)
+      for (size_t i = 0; i < size_t(n); ++i)
+        for (size_t k = 0; k < seeds->columns.size(); ++k)
+          if (rows[i][index.at(seeds->columns[k])] != seeds->rows[0][k])
+            return DS_ERR(kInternal, "{}: row {} lost its seed value", name, i + 1);
+    (void)RemoveTree(run.output);
+    obs.OnBatchGenerated(int(b), gs);
+    obs.OnInfo(fmt::format("{}: {} rows ({} invalid regenerated) in {:.1f}s", name, gs.valid,
+                           gs.invalid, Since(tb)));
+  }
+  DS_RETURN_IF_ERROR(WriteTable(o.output, spec.header, rows, spec.delimiter));
+  summary->rows = n;
+  summary->output = (o.output.empty() || o.output == "-") ? "" : o.output;
+  summary->seconds = Since(t0);
+  return Status::Ok();
+}
+
+Status Synthesize(const SynthesizeOptions& o, TabularObserver* observer,
+                  SynthesizeSummary* summary) {
+  *summary = SynthesizeSummary{};
+  TabularTrainOptions train = o.train;
+  TempDir tmp;
+  if (train.model_dir.empty()) {
+    DS_RETURN_IF_ERROR(MakeTempDir("datasynth-model", &tmp));
+    train.model_dir = tmp.path;
+    train.config.overwrite = true;  // our own fresh directory
+  }
+  DS_ASSIGN_OR_RETURN(summary->train, TrainTabular(train, observer));
+  TabularGenerateOptions gen = o.generate;
+  gen.model_dir = train.model_dir;
+  if (gen.seed == 0) gen.seed = summary->train.spec.seed;
+  if (!gen.cancel) gen.cancel = train.cancel;
+  return GenerateTabular(gen, observer, &summary->generate);
+}
+
+}  // namespace ds
