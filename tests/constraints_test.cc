@@ -157,8 +157,8 @@ std::set<std::string> Union(std::set<std::string> a, const std::set<std::string>
 
 // Every character a test needs, in one two-column training set.
 std::vector<std::vector<std::string>> CharRecords() {
-  return {{"DSL", "0123456789"}, {"Fiber optic", "-.+eE"}, {"No phone service", "NA x"},
-          {"No", "1"}};
+  return {
+      {"DSL", "0123456789"}, {"Fiber optic", "-.+eE"}, {"No phone service", "NA x"}, {"No", "1"}};
 }
 
 // ---- levels -------------------------------------------------------------------
@@ -200,9 +200,8 @@ TEST(Constraints, NoneGivesNoFilterAndMismatchIsAnError) {
 
 TEST(Constraints, CategoryTrieWithMarkers) {
   auto tok = Train(CharRecords(), "char", true);
-  ColumnRules rules =
-      Rules({Category("internet", {"DSL", "Fiber optic", "No", "No phone service"}),
-             Integer("n", 0, 9)});
+  ColumnRules rules = Rules(
+      {Category("internet", {"DSL", "Fiber optic", "No", "No phone service"}), Integer("n", 0, 9)});
   Driver d(*tok, rules, ConstraintLevel::kValues);
   d.Begin();
   EXPECT_EQ(d.Allowed(), S({"<col0>"}));
@@ -271,8 +270,7 @@ TEST(Constraints, IntegerRange) {
 
 TEST(Constraints, DecimalRangeAndPlaces) {
   auto tok = Train(CharRecords(), "char", true);
-  Driver d(*tok, Rules({Decimal("a", -2.5, 10.25, 2), Text("b", true)}),
-           ConstraintLevel::kValues);
+  Driver d(*tok, Rules({Decimal("a", -2.5, 10.25, 2), Text("b", true)}), ConstraintLevel::kValues);
   d.Begin();
   d.Feed(tok->column_id(0));
   EXPECT_EQ(d.Allowed(), Union(Digits("0123456789"), S({"-", "."})));
@@ -293,8 +291,7 @@ TEST(Constraints, DecimalRangeAndPlaces) {
 TEST(Constraints, ExactDecimalBounds) {
   // Telco's total_charges: 18.8 .. 8684.8 with 2 decimal places.
   auto tok = Train(CharRecords(), "char", true);
-  Driver d(*tok, Rules({Decimal("t", 18.8, 8684.8, 2), Text("b", true)}),
-           ConstraintLevel::kValues);
+  Driver d(*tok, Rules({Decimal("t", 18.8, 8684.8, 2), Text("b", true)}), ConstraintLevel::kValues);
   auto accepts = [&](const std::string& v) {
     d.Begin();
     d.Feed(tok->column_id(0));
@@ -563,7 +560,7 @@ TEST(Constraints, SentencePieceNumbersMatchBruteForce) {
 }
 
 GenerationModel MakeModel(const Tokenizer& tok, const Table& t, ConstraintLevel level,
-                      uint64_t table_seed) {
+                          uint64_t table_seed) {
   GenerationModel g;
   g.tokenizer = &tok;
   g.header = t.header;

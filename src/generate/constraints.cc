@@ -89,8 +89,8 @@ struct NumberForm {
   bool range = false;
   int scale = 0;  // m: values scaled by S = 10^m
   i128 S = 1;
-  i128 lo = 0, hi = 0;             // scaled bounds [A, B]
-  std::array<bool, 10> digit{};    // digit d is a text token of the vocabulary
+  i128 lo = 0, hi = 0;           // scaled bounds [A, B]
+  std::array<bool, 10> digit{};  // digit d is a text token of the vocabulary
   bool all_digits = false, any_digit = false;
 };
 
@@ -394,7 +394,7 @@ struct ColumnPlan {
   bool has_trie = false;  // kTrie: categories + missing; kNumber: missing spellings
   Trie trie;
   NumberForm num;
-  std::vector<int32_t> num_tokens;  // kNumber: text tokens made only of number bytes
+  std::vector<int32_t> num_tokens;      // kNumber: text tokens made only of number bytes
   std::unique_ptr<VocabTrie> num_trie;  // kNumber: byte trie of num_tokens
   std::string describe;
 };
@@ -453,8 +453,8 @@ void PlanNumber(const Tokenizer& tok, const ColumnRule& r, bool values, bool che
         f.lo = r.int_min;
         f.hi = r.int_max;
       } else {
-        ok = ScaleDecimal(r.min, f.scale, true, &f.lo) && ScaleDecimal(r.max, f.scale, false, &f.hi) &&
-             f.lo <= f.hi;
+        ok = ScaleDecimal(r.min, f.scale, true, &f.lo) &&
+             ScaleDecimal(r.max, f.scale, false, &f.hi) && f.lo <= f.hi;
       }
     }
     if (ok) {
@@ -462,11 +462,11 @@ void PlanNumber(const Tokenizer& tok, const ColumnRule& r, bool values, bool che
       f.minus = f.lo < 0;
       f.plus = false;
     } else {
-      unenforced->push_back(fmt::format(
-          "{}: range [{}, {}] is checked after sampling only ({})", where,
-          dec ? ShowDouble(r.min) : std::to_string(r.int_min),
-          dec ? ShowDouble(r.max) : std::to_string(r.int_max),
-          f.exponent ? "exponent notation" : "too many decimal places"));
+      unenforced->push_back(
+          fmt::format("{}: range [{}, {}] is checked after sampling only ({})", where,
+                      dec ? ShowDouble(r.min) : std::to_string(r.int_min),
+                      dec ? ShowDouble(r.max) : std::to_string(r.int_max),
+                      f.exponent ? "exponent notation" : "too many decimal places"));
     }
   }
   for (int d = 0; d < 10; ++d) f.digit[d] = false;
@@ -482,14 +482,13 @@ void PlanNumber(const Tokenizer& tok, const ColumnRule& r, bool values, bool che
   p->num_trie = std::make_unique<VocabTrie>(tok, p->num_tokens);
   f.all_digits = std::all_of(f.digit.begin(), f.digit.end(), [](bool b) { return b; });
   f.any_digit = std::any_of(f.digit.begin(), f.digit.end(), [](bool b) { return b; });
-  std::string form = !dec ? "integer"
-                     : f.exponent
-                         ? "decimal with exponent"
-                         : fmt::format("decimal, at most {} decimal places", f.max_frac);
+  std::string form = !dec         ? "integer"
+                     : f.exponent ? "decimal with exponent"
+                                  : fmt::format("decimal, at most {} decimal places", f.max_frac);
   if (f.range)
-    p->describe = fmt::format("{} in [{}, {}]", form,
-                              dec ? ShowDouble(r.min) : std::to_string(r.int_min),
-                              dec ? ShowDouble(r.max) : std::to_string(r.int_max));
+    p->describe =
+        fmt::format("{} in [{}, {}]", form, dec ? ShowDouble(r.min) : std::to_string(r.int_min),
+                    dec ? ShowDouble(r.max) : std::to_string(r.int_max));
   else
     p->describe = form;
 }
@@ -677,7 +676,7 @@ class ConstraintFilter : public TokenFilter {
 
   std::shared_ptr<const Tables> t_;
   std::vector<Slot> slots_;
-  std::vector<int32_t> allowed_;                 // scratch: allowed text ids
+  std::vector<int32_t> allowed_;  // scratch: allowed text ids
   // Per column: number state -> allowed text ids (this filter's memo).
   std::vector<std::unordered_map<NumKey, std::vector<int32_t>, NumKeyHash>> cache_;
   std::vector<std::pair<int32_t, float>> keep_;  // scratch: kept logits
@@ -724,8 +723,9 @@ ConstraintLevel ResolveConstraintLevel(ConstraintLevel level, const ColumnRules&
   return RulesHoldValues(rules) ? ConstraintLevel::kValues : ConstraintLevel::kStructure;
 }
 
-Result<std::shared_ptr<const RecordConstraints>> RecordConstraints::Build(
-    const Tokenizer& tok, const ColumnRules& rules, ConstraintLevel level) {
+Result<std::shared_ptr<const RecordConstraints>> RecordConstraints::Build(const Tokenizer& tok,
+                                                                          const ColumnRules& rules,
+                                                                          ConstraintLevel level) {
   level = ResolveConstraintLevel(level, rules);
   if (level == ConstraintLevel::kNone)
     return DS_ERR(kInvalidArgument, "constraint level 'none' has no tables");
@@ -743,7 +743,8 @@ Result<std::shared_ptr<const RecordConstraints>> RecordConstraints::Build(
                     "the tokenizer has column markers for {} columns, the rules have {}",
                     tok.num_columns(), K);
   } else if (tok.delimiter_id() < 0) {
-    return DS_ERR(kInvalidArgument, "the tokenizer has neither a field delimiter nor column markers");
+    return DS_ERR(kInvalidArgument,
+                  "the tokenizer has neither a field delimiter nor column markers");
   }
   for (int id = 0; id < t->V_; ++id)
     if (tok.kind(id) != TokenKind::kText) t->specials_.push_back(id);
