@@ -157,8 +157,8 @@ std::set<std::string> Union(std::set<std::string> a, const std::set<std::string>
 
 // Every character a test needs, in one two-column training set.
 std::vector<std::vector<std::string>> CharRecords() {
-  return {{"DSL", "0123456789"}, {"Fiber optic", "-.+eE"}, {"No phone service", "NA x"},
-          {"No", "1"}};
+  return {
+      {"DSL", "0123456789"}, {"Fiber optic", "-.+eE"}, {"No phone service", "NA x"}, {"No", "1"}};
 }
 
 // ---- levels -------------------------------------------------------------------
@@ -200,9 +200,8 @@ TEST(Constraints, NoneGivesNoFilterAndMismatchIsAnError) {
 
 TEST(Constraints, CategoryTrieWithMarkers) {
   auto tok = Train(CharRecords(), "char", true);
-  ColumnRules rules =
-      Rules({Category("internet", {"DSL", "Fiber optic", "No", "No phone service"}),
-             Integer("n", 0, 9)});
+  ColumnRules rules = Rules(
+      {Category("internet", {"DSL", "Fiber optic", "No", "No phone service"}), Integer("n", 0, 9)});
   Driver d(*tok, rules, ConstraintLevel::kValues);
   d.Begin();
   EXPECT_EQ(d.Allowed(), S({"<col0>"}));
@@ -271,8 +270,7 @@ TEST(Constraints, IntegerRange) {
 
 TEST(Constraints, DecimalRangeAndPlaces) {
   auto tok = Train(CharRecords(), "char", true);
-  Driver d(*tok, Rules({Decimal("a", -2.5, 10.25, 2), Text("b", true)}),
-           ConstraintLevel::kValues);
+  Driver d(*tok, Rules({Decimal("a", -2.5, 10.25, 2), Text("b", true)}), ConstraintLevel::kValues);
   d.Begin();
   d.Feed(tok->column_id(0));
   EXPECT_EQ(d.Allowed(), Union(Digits("0123456789"), S({"-", "."})));
@@ -293,8 +291,7 @@ TEST(Constraints, DecimalRangeAndPlaces) {
 TEST(Constraints, ExactDecimalBounds) {
   // Telco's total_charges: 18.8 .. 8684.8 with 2 decimal places.
   auto tok = Train(CharRecords(), "char", true);
-  Driver d(*tok, Rules({Decimal("t", 18.8, 8684.8, 2), Text("b", true)}),
-           ConstraintLevel::kValues);
+  Driver d(*tok, Rules({Decimal("t", 18.8, 8684.8, 2), Text("b", true)}), ConstraintLevel::kValues);
   auto accepts = [&](const std::string& v) {
     d.Begin();
     d.Feed(tok->column_id(0));
@@ -509,8 +506,61 @@ Table Penguins() {
   return t;
 }
 
+// SentencePiece pieces span several characters ("39.", "18"): from every
+// prefix p of a valid value, the allowed number tokens must be exactly the
+// pieces t with p + t still a prefix of some valid value (brute force over
+// every value of the range), and the separator exactly when p is valid.
+void PiecesMatchBruteForce(const Tokenizer& tok, const ColumnRule& rule,
+                           const std::vector<std::string>& valid) {
+  ColumnRules rules = Rules({rule, Text("b", true)});
+  Driver d(tok, rules, ConstraintLevel::kValues);
+  std::set<std::string> values(valid.begin(), valid.end()), prefixes;
+  for (const auto& v : valid)
+    for (size_t n = 0; n <= v.size(); ++n) prefixes.insert(v.substr(0, n));
+  std::vector<int32_t> number_tokens;
+  for (int id = 0; id < tok.vocab_size(); ++id) {
+    if (tok.kind(id) != TokenKind::kText) continue;
+    const std::string& t = tok.text(id);
+    if (!t.empty() && t.find_first_not_of("0123456789.-+eE") == std::string::npos)
+      number_tokens.push_back(id);
+  }
+  int multi = 0;
+  for (int id : number_tokens) multi += tok.text(id).size() > 1;
+  EXPECT_GT(multi, 5);  // the test is about multi-character pieces
+  int64_t checked = 0;
+  for (const auto& p : prefixes) {
+    d.Begin();
+    d.FeedText(p);
+    auto ok = d.Mask();
+    ASSERT_EQ(ok[size_t(tok.delimiter_id())], values.count(p) > 0) << "'" << p << "'";
+    for (int id : number_tokens) {
+      bool want = prefixes.count(p + tok.text(id)) > 0;
+      ASSERT_EQ(ok[size_t(id)], want) << "'" << p << "' + '" << tok.text(id) << "'";
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 1000);
+}
+
+TEST(Constraints, SentencePieceNumbersMatchBruteForce) {
+  Table t = Penguins();
+  auto tok = Train(t.rows, "sentencepiece", false, 300);
+  ASSERT_TRUE(tok);
+  // bill_length_mm: 32.1 .. 59.6, one decimal place.
+  std::vector<std::string> dec;
+  for (int v = 321; v <= 596; ++v) {
+    dec.push_back(fmt::format("{}.{}", v / 10, v % 10));
+    if (v % 10 == 0) dec.push_back(std::to_string(v / 10));
+  }
+  PiecesMatchBruteForce(*tok, Decimal("bill", 32.1, 59.6, 1), dec);
+  // body_mass_g: 2700 .. 6300.
+  std::vector<std::string> ints;
+  for (int v = 2700; v <= 6300; ++v) ints.push_back(std::to_string(v));
+  PiecesMatchBruteForce(*tok, Integer("mass", 2700, 6300), ints);
+}
+
 GenerationModel MakeModel(const Tokenizer& tok, const Table& t, ConstraintLevel level,
-                      uint64_t table_seed) {
+                          uint64_t table_seed) {
   GenerationModel g;
   g.tokenizer = &tok;
   g.header = t.header;

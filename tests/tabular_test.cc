@@ -289,7 +289,10 @@ TEST(PlanTest, ConditioningChoosesCoveringRelatedColumns) {
   auto b = PlanBatches(Columns(k), a, cfg);
   ASSERT_TRUE(b.ok());
   // c0 first (gain 1.1), then c2 (0.6); c1 adds only 0.0 over c0's cover: below min gain.
-  EXPECT_EQ((*b)[1].condition, Names({0, 2}));
+  // The most useful one is placed last, next to the batch's columns, which follow by
+  // decreasing relation to the conditioning columns.
+  EXPECT_EQ((*b)[1].condition, Names({2, 0}));
+  EXPECT_EQ((*b)[1].columns, Names({3, 5, 4}));
   EXPECT_TRUE((*b)[0].condition.empty());
   cfg.condition_columns = 1;
   EXPECT_EQ(PlanBatches(Columns(k), a, cfg)->at(1).condition, Names({0}));
@@ -297,7 +300,7 @@ TEST(PlanTest, ConditioningChoosesCoveringRelatedColumns) {
   auto cols = Columns(k);
   cols[0].type = ColumnType::kText;
   cfg.condition_columns = 3;
-  EXPECT_EQ(PlanBatches(cols, a, cfg)->at(1).condition, Names({1, 2}));
+  EXPECT_EQ(PlanBatches(cols, a, cfg)->at(1).condition, Names({2, 1}));
   // A numeric column whose batch can write a digit batch 1 never saw is not a candidate.
   cols = Columns(k, ColumnType::kInteger);
   for (auto& c : cols)
@@ -307,7 +310,7 @@ TEST(PlanTest, ConditioningChoosesCoveringRelatedColumns) {
   // conditioning column it brings the '9' into batch 1's data.
   EXPECT_EQ(PlanBatches(cols, a, cfg)->at(1).condition, Names({1}));
   cols[4].ascii.set('9');
-  EXPECT_EQ(PlanBatches(cols, a, cfg)->at(1).condition, Names({0, 2}));
+  EXPECT_EQ(PlanBatches(cols, a, cfg)->at(1).condition, Names({2, 0}));
 }
 
 TEST(PlanTest, ParseHeaderGroupsAndLists) {

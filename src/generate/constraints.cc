@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <unordered_map>
 
 namespace ds {
 
@@ -88,8 +89,8 @@ struct NumberForm {
   bool range = false;
   int scale = 0;  // m: values scaled by S = 10^m
   i128 S = 1;
-  i128 lo = 0, hi = 0;             // scaled bounds [A, B]
-  std::array<bool, 10> digit{};    // digit d is a text token of the vocabulary
+  i128 lo = 0, hi = 0;           // scaled bounds [A, B]
+  std::array<bool, 10> digit{};  // digit d is a text token of the vocabulary
   bool all_digits = false, any_digit = false;
 };
 
@@ -324,9 +325,15 @@ struct VocabTrie {
   };
   std::vector<Node> nodes;
   explicit VocabTrie(const Tokenizer& tok) {
+    std::vector<int32_t> ids;
+    for (int id = 0; id < tok.vocab_size(); ++id)
+      if (tok.kind(id) == TokenKind::kText && !tok.text(id).empty()) ids.push_back(id);
+    Build(tok, ids);
+  }
+  VocabTrie(const Tokenizer& tok, const std::vector<int32_t>& ids) { Build(tok, ids); }
+  void Build(const Tokenizer& tok, const std::vector<int32_t>& ids) {
     nodes.emplace_back();
-    for (int id = 0; id < tok.vocab_size(); ++id) {
-      if (tok.kind(id) != TokenKind::kText || tok.text(id).empty()) continue;
+    for (int32_t id : ids) {
       int32_t n = 0;
       for (unsigned char b : tok.text(id)) {
         int32_t k = Kid(n, b);
@@ -387,7 +394,8 @@ struct ColumnPlan {
   bool has_trie = false;  // kTrie: categories + missing; kNumber: missing spellings
   Trie trie;
   NumberForm num;
-  std::vector<int32_t> num_tokens;  // kNumber: text tokens made only of number bytes
+  std::vector<int32_t> num_tokens;      // kNumber: text tokens made only of number bytes
+  std::unique_ptr<VocabTrie> num_trie;  // kNumber: byte trie of num_tokens
   std::string describe;
 };
 
@@ -445,8 +453,8 @@ void PlanNumber(const Tokenizer& tok, const ColumnRule& r, bool values, bool che
         f.lo = r.int_min;
         f.hi = r.int_max;
       } else {
-        ok = ScaleDecimal(r.min, f.scale, true, &f.lo) && ScaleDecimal(r.max, f.scale, false, &f.hi) &&
-             f.lo <= f.hi;
+        ok = ScaleDecimal(r.min, f.scale, true, &f.lo) &&
+             ScaleDecimal(r.max, f.scale, false, &f.hi) && f.lo <= f.hi;
       }
     }
     if (ok) {
@@ -454,11 +462,11 @@ void PlanNumber(const Tokenizer& tok, const ColumnRule& r, bool values, bool che
       f.minus = f.lo < 0;
       f.plus = false;
     } else {
-      unenforced->push_back(fmt::format(
-          "{}: range [{}, {}] is checked after sampling only ({})", where,
-          dec ? ShowDouble(r.min) : std::to_string(r.int_min),
-          dec ? ShowDouble(r.max) : std::to_string(r.int_max),
-          f.exponent ? "exponent notation" : "too many decimal places"));
+      unenforced->push_back(
+          fmt::format("{}: range [{}, {}] is checked after sampling only ({})", where,
+                      dec ? ShowDouble(r.min) : std::to_string(r.int_min),
+                      dec ? ShowDouble(r.max) : std::to_string(r.int_max),
+                      f.exponent ? "exponent notation" : "too many decimal places"));
     }
   }
   for (int d = 0; d < 10; ++d) f.digit[d] = false;
@@ -471,19 +479,62 @@ void PlanNumber(const Tokenizer& tok, const ColumnRule& r, bool values, bool che
     if (all) p->num_tokens.push_back(id);
     if (t.size() == 1 && IsDigit(static_cast<unsigned char>(t[0]))) f.digit[t[0] - '0'] = true;
   }
+  p->num_trie = std::make_unique<VocabTrie>(tok, p->num_tokens);
   f.all_digits = std::all_of(f.digit.begin(), f.digit.end(), [](bool b) { return b; });
   f.any_digit = std::any_of(f.digit.begin(), f.digit.end(), [](bool b) { return b; });
-  std::string form = !dec ? "integer"
-                     : f.exponent
-                         ? "decimal with exponent"
-                         : fmt::format("decimal, at most {} decimal places", f.max_frac);
+  std::string form = !dec         ? "integer"
+                     : f.exponent ? "decimal with exponent"
+                                  : fmt::format("decimal, at most {} decimal places", f.max_frac);
   if (f.range)
-    p->describe = fmt::format("{} in [{}, {}]", form,
-                              dec ? ShowDouble(r.min) : std::to_string(r.int_min),
-                              dec ? ShowDouble(r.max) : std::to_string(r.int_max));
+    p->describe =
+        fmt::format("{} in [{}, {}]", form, dec ? ShowDouble(r.min) : std::to_string(r.int_min),
+                    dec ? ShowDouble(r.max) : std::to_string(r.int_max));
   else
     p->describe = form;
 }
+
+// Text tokens allowed from number state `s0`: a walk of the column's
+// number-token trie, pruned at the first byte that breaks the grammar or
+// leaves the range out of reach (no longer token can repair either).
+void NumAllowed(const ColumnPlan& c, const NumState& s0, std::vector<int32_t>* out) {
+  const VocabTrie& v = *c.num_trie;
+  std::vector<std::pair<int32_t, NumState>> stack = {{0, s0}};
+  while (!stack.empty()) {
+    auto [u, s] = stack.back();
+    stack.pop_back();
+    for (const auto& [b, u2] : v.nodes[size_t(u)].kids) {
+      NumState t = s;
+      if (!NumStep(c.num, &t, b)) continue;
+      if (c.num.range && !ReachableAny(c.num, t)) continue;
+      const auto& node = v.nodes[size_t(u2)];
+      if (!node.tokens.empty() && NumLive(c.num, t))
+        out->insert(out->end(), node.tokens.begin(), node.tokens.end());
+      if (!node.kids.empty()) stack.push_back({u2, t});
+    }
+  }
+}
+
+// Cache key of a number state: what the allowed set depends on (the digit
+// values only matter with a range).
+struct NumKey {
+  uint32_t shape;
+  uint64_t iv, fv;
+  bool operator==(const NumKey&) const = default;
+};
+struct NumKeyHash {
+  size_t operator()(const NumKey& k) const {
+    uint64_t h = k.shape * 0x9E3779B97F4A7C15ull;
+    h ^= k.iv + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    h ^= k.fv + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    return size_t(h);
+  }
+};
+NumKey KeyOf(const NumberForm& f, const NumState& s) {
+  uint32_t shape = uint32_t(s.phase) | uint32_t(s.neg) << 3 | uint32_t(s.ni) << 4 |
+                   uint32_t(s.nf) << 9 | uint32_t(s.ne) << 14 | uint32_t(s.iv == 0) << 17;
+  return f.range ? NumKey{shape, s.iv, s.fv} : NumKey{shape, 0, 0};
+}
+constexpr size_t kMaxCachedStates = 16384;  // per column and filter
 
 // ---------------------------------------------------------------------------
 // The filter: one automaton state per slot.
@@ -491,7 +542,7 @@ void PlanNumber(const Tokenizer& tok, const ColumnRule& r, bool values, bool che
 class ConstraintFilter : public TokenFilter {
  public:
   ConstraintFilter(std::shared_ptr<const Tables> t, int slots)
-      : t_(std::move(t)), slots_(size_t(std::max(slots, 0))) {
+      : t_(std::move(t)), slots_(size_t(std::max(slots, 0))), cache_(t_->cols_.size()) {
     keep_.reserve(256);
   }
 
@@ -556,12 +607,16 @@ class ConstraintFilter : public TokenFilter {
     if (s.node >= 0)
       for (const auto& m : c.trie.nodes[size_t(s.node)].moves) allowed_.push_back(m.first);
     if (s.num_on) {
-      for (int32_t id : c.num_tokens) {
-        NumState st = s.num;
-        bool ok = true;
-        for (unsigned char b : t.tok_->text(id))
-          if (!(ok = NumStep(c.num, &st, b))) break;
-        if (ok && NumLive(c.num, st)) allowed_.push_back(id);
+      auto& cache = cache_[size_t(s.field)];
+      const NumKey key = KeyOf(c.num, s.num);
+      auto it = cache.find(key);
+      if (it != cache.end()) {
+        allowed_.insert(allowed_.end(), it->second.begin(), it->second.end());
+      } else {
+        const size_t from = allowed_.size();
+        NumAllowed(c, s.num, &allowed_);
+        if (cache.size() < kMaxCachedStates)
+          cache.emplace(key, std::vector<int32_t>(allowed_.begin() + from, allowed_.end()));
       }
     }
     KeepOnly(logits, allowed_, sep);
@@ -621,7 +676,9 @@ class ConstraintFilter : public TokenFilter {
 
   std::shared_ptr<const Tables> t_;
   std::vector<Slot> slots_;
-  std::vector<int32_t> allowed_;                 // scratch: allowed text ids
+  std::vector<int32_t> allowed_;  // scratch: allowed text ids
+  // Per column: number state -> allowed text ids (this filter's memo).
+  std::vector<std::unordered_map<NumKey, std::vector<int32_t>, NumKeyHash>> cache_;
   std::vector<std::pair<int32_t, float>> keep_;  // scratch: kept logits
 };
 
@@ -666,8 +723,9 @@ ConstraintLevel ResolveConstraintLevel(ConstraintLevel level, const ColumnRules&
   return RulesHoldValues(rules) ? ConstraintLevel::kValues : ConstraintLevel::kStructure;
 }
 
-Result<std::shared_ptr<const RecordConstraints>> RecordConstraints::Build(
-    const Tokenizer& tok, const ColumnRules& rules, ConstraintLevel level) {
+Result<std::shared_ptr<const RecordConstraints>> RecordConstraints::Build(const Tokenizer& tok,
+                                                                          const ColumnRules& rules,
+                                                                          ConstraintLevel level) {
   level = ResolveConstraintLevel(level, rules);
   if (level == ConstraintLevel::kNone)
     return DS_ERR(kInvalidArgument, "constraint level 'none' has no tables");
@@ -685,7 +743,8 @@ Result<std::shared_ptr<const RecordConstraints>> RecordConstraints::Build(
                     "the tokenizer has column markers for {} columns, the rules have {}",
                     tok.num_columns(), K);
   } else if (tok.delimiter_id() < 0) {
-    return DS_ERR(kInvalidArgument, "the tokenizer has neither a field delimiter nor column markers");
+    return DS_ERR(kInvalidArgument,
+                  "the tokenizer has neither a field delimiter nor column markers");
   }
   for (int id = 0; id < t->V_; ++id)
     if (tok.kind(id) != TokenKind::kText) t->specials_.push_back(id);

@@ -60,8 +60,13 @@ Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& ev
   *summary = GenerateSummary{};
   DS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModel(cmd.model_dir));
   DS_ASSIGN_OR_RETURN(GenerationModel gm, MakeGenerationModel(*model, cmd.checks, cmd.constrain));
-  if (gm.constraints && events.warning)
+  if (gm.constraints && events.warning) {
+    if (cmd.constrain == ConstraintLevel::kValues && !RulesHoldValues(*gm.rules))
+      events.warning(
+          "--constrain values: the model stores no category set or range (trained with --dp "
+          "without dp_store_value_rules), so only the structure is enforced");
     for (const auto& w : gm.constraints->unenforced()) events.warning(w);
+  }
   RunOptions run = cmd.run;
   const Config& c = model->config;
   GenerateOptions& g = run.gen;

@@ -306,9 +306,25 @@ Result<std::vector<TabularBatch>> PlanBatches(const std::vector<PlanColumn>& col
       for (size_t j = 0; j < batches[b].size(); ++j)
         cover[j] = std::max(cover[j], A[size_t(best) * k + size_t(batches[b][j])]);
     }
+    // Short dependencies are learned first: the most useful conditioning
+    // column goes last (next to the batch's columns), and the batch's columns
+    // follow in decreasing relation to the conditioning columns.
+    std::reverse(chosen.begin(), chosen.end());
     for (int c : chosen) {
       out[b].condition.push_back(columns[size_t(c)].name);
       charset[b] |= columns[size_t(c)].ascii;
+    }
+    if (!chosen.empty()) {
+      std::vector<std::pair<double, int>> order;
+      for (int j : batches[b]) {
+        double r = 0;
+        for (int c : chosen) r = std::max(r, A[size_t(c) * k + size_t(j)]);
+        order.emplace_back(r, j);
+      }
+      std::stable_sort(order.begin(), order.end(),
+                       [](const auto& x, const auto& y) { return x.first > y.first; });
+      out[b].columns.clear();
+      for (const auto& [r, j] : order) out[b].columns.push_back(columns[size_t(j)].name);
     }
   }
   return out;

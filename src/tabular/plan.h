@@ -17,8 +17,8 @@
 //     in the given order; with explicit groups they must be in the first
 //     group or in none.
 //   Column order inside a batch: batch 0's seed columns first, then header
-//   order. The seedable columns of a model are the leading columns of batch
-//   0: a seed gives values for a leading run of them (tabular/tabular.h).
+//   order; later batches: see conditioning below. The seedable columns of a model are the leading
+//   columns of batch 0: a seed gives values for a leading run of them (tabular/tabular.h).
 //
 // Conditioning (condition_columns = m > 0): batch k > 0 is trained on
 //   [conditioning columns] + [its own columns], and generated with the
@@ -29,7 +29,10 @@
 //     cover_j = max association of column j (in batch k) with a chosen column
 //     gain(c) = sum_j max(0, A(c, j) - cover_j)
 //   up to m columns, each with gain >= min_condition_gain (unrelated columns
-//   are not worth their tokens). Only columns whose generated values are
+//   are not worth their tokens). Order of a conditioned batch's fields: the
+//   conditioning columns, the most useful last, then the batch's columns by
+//   decreasing relation to them (a char LSTM learns short dependencies much
+//   sooner than long ones). Only columns whose generated values are
 //   closed are candidates: category columns (values from the learned set)
 //   and integer / decimal columns whose possible characters (digits, sign,
 //   '.', 'e', missing spellings) are all known to batch k's tokenizer
