@@ -364,7 +364,7 @@ TEST(PlanTest, SpecJsonRoundTripAndChecks) {
 }
 
 TEST(PlanTest, AmesIsCutIntoRelatedBatches) {
-  auto t = ReadTable(std::string(DS_SHARED_DATA) + "/ames.csv", ',');
+  auto t = ReadRowTable(std::string(DS_SHARED_DATA) + "/ames.csv", ',');
   ASSERT_TRUE(t.ok()) << t.status().message();
   ASSERT_EQ(t->header.size(), 74u);
   ColumnRules rules = LearnColumnRules(t->header, t->rows);
@@ -418,34 +418,34 @@ TEST(PlanTest, AmesIsCutIntoRelatedBatches) {
 }
 
 // ---------------------------------------------------------------------------
-// Table I/O
+// Row table I/O
 
 TEST(TableTest, ReadWriteRoundTripAndErrors) {
   TempDir dir;
   std::vector<std::string> header = {"code", "note", "x"};
   Rows rows = {{"007", "a, b", "1.50"}, {"", "say \"hi\"", ""}, {"012", "two\nlines", "-3"}};
   WriteCsv(dir / "t.csv", header, rows);
-  auto t = ReadTable(dir / "t.csv", ',');
+  auto t = ReadRowTable(dir / "t.csv", ',');
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->header, header);
   EXPECT_EQ(t->rows, rows);
-  ASSERT_TRUE(WriteTable(dir / "u.csv", t->header, t->rows, ';').ok());
-  auto u = ReadTable(dir / "u.csv", ';');
+  ASSERT_TRUE(WriteRowTable(dir / "u.csv", t->header, t->rows, ';').ok());
+  auto u = ReadRowTable(dir / "u.csv", ';');
   ASSERT_TRUE(u.ok());
   EXPECT_EQ(u->rows, rows);
-  EXPECT_EQ(ReadTable(dir / "t.csv", ',', 2).value().rows.back(), rows[1]);  // max_rows
+  EXPECT_EQ(ReadRowTable(dir / "t.csv", ',', 2).value().rows.back(), rows[1]);  // max_rows
 
   ASSERT_TRUE(WriteFileAtomic(dir / "ragged.csv", "a,b\n1,2\n3\n").ok());
-  auto r = ReadTable(dir / "ragged.csv", ',');
+  auto r = ReadRowTable(dir / "ragged.csv", ',');
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("ragged.csv:3: 1 fields, the header has 2"),
             std::string::npos)
       << r.status().message();
   ASSERT_TRUE(WriteFileAtomic(dir / "dup.csv", "a,a\n1,2\n").ok());
-  EXPECT_NE(ReadTable(dir / "dup.csv", ',').status().message().find("duplicate column"),
+  EXPECT_NE(ReadRowTable(dir / "dup.csv", ',').status().message().find("duplicate column"),
             std::string::npos);
   ASSERT_TRUE(WriteFileAtomic(dir / "empty.csv", "a,b\n").ok());
-  EXPECT_FALSE(ReadTable(dir / "empty.csv", ',').ok());
+  EXPECT_FALSE(ReadRowTable(dir / "empty.csv", ',').ok());
 }
 
 TEST(TableTest, SeedFieldParsing) {
@@ -478,7 +478,7 @@ void WritePairTable(const std::string& path, int n) {
   WriteCsv(path, {"x", "y", "z"}, rows);
 }
 
-double Agreement(const Table& t) {
+double Agreement(const RowTable& t) {
   int ok = 0;
   for (const auto& r : t.rows)
     ok += r[1].size() == 1 && r[0].size() == 1 && r[1][0] == r[0][0] - 'A' + 'a';
@@ -505,7 +505,7 @@ class PairModel : public testing::Test {
     }
   }
   static void TearDownTestSuite() { delete dir_; }
-  static Table Generate(const std::string& model, TabularGenerateOptions o, Status* st = nullptr) {
+  static RowTable Generate(const std::string& model, TabularGenerateOptions o, Status* st = nullptr) {
     o.model_dir = *dir_ / model;
     o.output = *dir_ / "out.csv";
     o.parallelism = 1;
@@ -517,9 +517,9 @@ class PairModel : public testing::Test {
     }
     if (!s.ok()) return {};
     EXPECT_EQ(sum.batches.size(), 2u);
-    auto t = ReadTable(o.output, ',');
+    auto t = ReadRowTable(o.output, ',');
     EXPECT_TRUE(t.ok());
-    return t.ok() ? *t : Table{};
+    return t.ok() ? *t : RowTable{};
   }
   static TempDir* dir_;
 };
@@ -542,8 +542,8 @@ TEST_F(PairModel, ConditioningKeepsCrossBatchRelationships) {
   TabularGenerateOptions o;
   o.num_lines = 300;
   o.seed = 9;
-  Table cond = Generate("cond", o);
-  Table indep = Generate("indep", o);
+  RowTable cond = Generate("cond", o);
+  RowTable indep = Generate("indep", o);
   ASSERT_EQ(cond.rows.size(), 300u);
   ASSERT_EQ(indep.rows.size(), 300u);
   EXPECT_EQ(cond.header, (std::vector<std::string>{"x", "y", "z"}));  // header order restored
@@ -552,7 +552,7 @@ TEST_F(PairModel, ConditioningKeepsCrossBatchRelationships) {
   EXPECT_GT(a, 0.9) << a;
   EXPECT_LT(b, 0.45) << b;
   // Reproducible: the same seed gives the same table.
-  Table again = Generate("cond", o);
+  RowTable again = Generate("cond", o);
   EXPECT_EQ(again.rows, cond.rows);
 }
 
@@ -561,7 +561,7 @@ TEST_F(PairModel, SeedFields) {
   TabularGenerateOptions o;
   o.num_lines = 40;
   o.seed_fields = {"x=C"};
-  Table t = Generate("cond", o);
+  RowTable t = Generate("cond", o);
   ASSERT_EQ(t.rows.size(), 40u);
   int lower = 0;
   for (const auto& r : t.rows) {
@@ -573,7 +573,7 @@ TEST_F(PairModel, SeedFields) {
   WriteCsv(*dir_ / "seeds.csv", {"x"}, {{"F"}, {"A"}, {"A"}, {"D"}, {"B"}});
   TabularGenerateOptions p;
   p.seed_file = *dir_ / "seeds.csv";
-  Table s = Generate("cond", p);
+  RowTable s = Generate("cond", p);
   ASSERT_EQ(s.rows.size(), 5u);
   std::string xs;
   for (const auto& r : s.rows) xs += r[0];
@@ -665,7 +665,7 @@ TEST(TabularEndToEnd, SeedColumnsAndValueForms) {
   TabularGenerateSummary sum;
   Status st = GenerateTabular(g, nullptr, &sum);
   ASSERT_TRUE(st.ok()) << st.message();
-  auto t = ReadTable(dir / "s.csv", ',');
+  auto t = ReadRowTable(dir / "s.csv", ',');
   ASSERT_TRUE(t.ok()) << t.status().message();
   EXPECT_EQ(t->header, header);
   ASSERT_EQ(t->rows.size(), 200u);
@@ -688,7 +688,7 @@ TEST(TabularEndToEnd, SeedColumnsAndValueForms) {
   g.seed_file = dir / "seeds.csv";
   g.num_lines.reset();
   ASSERT_TRUE(GenerateTabular(g, nullptr, &sum).ok());
-  auto v = ReadTable(dir / "s.csv", ',');
+  auto v = ReadRowTable(dir / "s.csv", ',');
   ASSERT_TRUE(v.ok());
   ASSERT_EQ(v->rows.size(), 3u);
   EXPECT_EQ(v->rows[0][3], "two\nlines");
@@ -700,7 +700,7 @@ TEST(TabularEndToEnd, SeedColumnsAndValueForms) {
   g.seed_fields.clear();
   g.num_lines = 300;
   ASSERT_TRUE(GenerateTabular(g, nullptr, &sum).ok());
-  auto u = ReadTable(dir / "s.csv", ',');
+  auto u = ReadRowTable(dir / "s.csv", ',');
   ASSERT_TRUE(u.ok());
   std::set<std::string> seen;
   for (const auto& row : u->rows) {
@@ -743,9 +743,9 @@ TEST(TabularEndToEnd, VeryWideGzipTable) {
   Status st = Synthesize(o, nullptr, &sum);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(sum.train.spec.batches.size(), 14u);
-  auto t = ReadTable(dir / "s.csv", ',');
+  auto t = ReadRowTable(dir / "s.csv", ',');
   ASSERT_TRUE(t.ok());
-  auto real = ReadTable(o.train.input_path, ',');
+  auto real = ReadRowTable(o.train.input_path, ',');
   EXPECT_EQ(t->header, real->header);
   EXPECT_EQ(t->rows.size(), 8u);
 }

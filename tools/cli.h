@@ -62,5 +62,6 @@ void AddTrainCommand(CLI::App& app);
 void AddInfoCommand(CLI::App& app);
 void AddEvaluateCommand(CLI::App& app);
 void AddGenerateCommand(CLI::App& app);
+void AddSynthesizeCommand(CLI::App& app);
 
 }  // namespace ds::cli

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "cli.h"
+#include "cli_tabular.h"
 #include "generate/generate.h"
 
 namespace ds::cli {
@@ -13,11 +14,46 @@ struct GenArgs {
   double gen_temp = -1, parallelism = 0;
   int predict_batch_size = -1;
   uint64_t seed = 0;
+  SeedFlags seeds;
   bool no_field_count = false, no_types = false, no_ranges = false, no_categories = false,
        no_empty = false;
 };
 
+int RunTabularGenerate(const GenArgs& a) {
+  TabularGenerateOptions o;
+  o.model_dir = a.model_dir;
+  o.output = a.output;
+  if (a.num_lines >= 0) o.num_lines = a.num_lines;
+  o.seed = a.seed;
+  if (a.gen_temp >= 0) o.gen_temp = a.gen_temp;
+  if (a.gen_chars >= 0) o.gen_chars = a.gen_chars;
+  if (a.predict_batch_size > 0) o.predict_batch_size = a.predict_batch_size;
+  if (a.max_invalid >= 0) o.max_invalid = a.max_invalid;
+  o.parallelism = a.parallelism;
+  o.checks.field_count = !a.no_field_count;
+  o.checks.type = !a.no_types;
+  o.checks.range = !a.no_ranges;
+  o.checks.category = !a.no_categories;
+  o.checks.empty = !a.no_empty;
+  o.seed_fields = a.seeds.seed_field;
+  o.seed_file = a.seeds.seed_fields;
+  o.cancel = InstallInterruptFlag();
+  TabularCliObserver obs;
+  TabularGenerateSummary sum;
+  Status s = GenerateTabular(o, &obs, &sum);
+  std::fprintf(stderr, "%s %lld rows (%lld invalid rows regenerated) in %s%s%s\n",
+               s.ok() ? "generated" : "stopped after", (long long)sum.rows, (long long)sum.invalid,
+               FormatDuration(sum.seconds).c_str(), sum.output.empty() ? "" : ", written to ",
+               sum.output.c_str());
+  return s.ok() ? 0 : Fail(s);
+}
+
 int RunGenerate(const GenArgs& a) {
+  if (IsTabularModel(a.model_dir)) return RunTabularGenerate(a);
+  if (!a.seeds.seed_field.empty() || !a.seeds.seed_fields.empty())
+    return Fail(DS_ERR(kInvalidArgument,
+                       "--seed-field/--seed-fields need a tabular model (train --tabular); use "
+                       "--start-string for a prefix of the leading fields"));
   GenerateCommand c;
   c.model_dir = a.model_dir;
   c.run.output = a.output;
@@ -100,6 +136,7 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_option("--constrain", a.constrain,
                   "constrained decoding: structure | values | none | auto (values when the model "
                   "stores category sets or ranges, else structure) [default: auto]");
+a.seeds.Add(cmd);
   cmd->add_flag("--no-field-count", a.no_field_count, "do not check the field count")->group("Validation");
   cmd->add_flag("--no-types", a.no_types, "do not check learned column types")->group("Validation");
   cmd->add_flag("--no-ranges", a.no_ranges, "do not check numeric min/max")->group("Validation");

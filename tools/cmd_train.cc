@@ -2,6 +2,8 @@
 #include <cmath>
 
 #include "cli.h"
+#include "cli_tabular.h"
+#include "generate/generate.h"
 #include "train/trainer.h"
 
 namespace ds::cli {
@@ -10,7 +12,9 @@ namespace {
 struct TrainArgs {
   std::string input, model_dir, config_file;
   bool resume = false;
+  bool tabular = false;
   ConfigFlags flags;
+  TabularFlags tab;
 };
 
 class CliObserver : public TrainObserver {
@@ -48,6 +52,23 @@ int RunTrain(TrainArgs& a) {
   o.input_path = a.input;
   o.model_dir = a.model_dir;
   o.resume = a.resume;
+  if (a.tabular) {
+    if (a.resume) return Fail(DS_ERR(kInvalidArgument, "--resume is not supported with --tabular"));
+    TabularTrainOptions t;
+    t.config = o.config;
+    if (t.config.field_delimiter.empty()) t.config.field_delimiter = ",";
+    if (Status s = a.tab.Apply(&t.tabular); !s.ok()) return Fail(s);
+    t.input_path = a.input;
+    t.model_dir = a.model_dir;
+    t.cancel = InstallInterruptFlag();
+    TabularCliObserver tobs;
+    auto r = TrainTabular(t, &tobs);
+    if (!r.ok()) return Fail(r.status());
+    std::fprintf(stderr, "trained %zu batch models in %s (%d processes side by side)\nmodel written to %s\n",
+                 r.value().batches.size(), FormatDuration(r.value().seconds).c_str(),
+                 r.value().processes, a.model_dir.c_str());
+    return 0;
+  }
   CliObserver obs;
   auto r = Train(o, &obs);
   if (!r.ok()) return Fail(r.status());
@@ -77,6 +98,9 @@ void AddTrainCommand(CLI::App& app) {
       ->required();
   cmd->add_option("--config,-c", a->config_file, "JSON file of config keys (flags win)");
   cmd->add_flag("--resume", a->resume, "continue an interrupted run from its last checkpoint");
+  cmd->add_flag("--tabular", a->tabular,
+                "a table: one model per column batch, later batches conditioned on earlier ones");
+  a->tab.Add(cmd);
   a->flags.Add(cmd, {Config::Group::kTraining, Config::Group::kTokenizer, Config::Group::kPrivacy});
   cmd->callback([a] { throw CLI::RuntimeError(RunTrain(*a)); });
 }

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   ds::cli::AddInfoCommand(app);
   ds::cli::AddGenerateCommand(app);
   ds::cli::AddEvaluateCommand(app);
+  ds::cli::AddSynthesizeCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -68,7 +68,7 @@ char TableDelimiter(const Config& c) {
 
 // A byte that occurs in no value of the table: the table's delimiter when
 // possible (see TabularSpec::batch_delimiter).
-Result<char> ChooseBatchDelimiter(const Table& t) {
+Result<char> ChooseBatchDelimiter(const RowTable& t) {
   bool seen[256] = {};
   for (const auto& row : t.rows)
     for (const auto& v : row)
@@ -387,13 +387,13 @@ Result<TabularSpec> ReadTabularSpec(const std::string& dir) {
   return TabularSpec::FromJson(j, path);
 }
 
-Result<Table> ReadTable(const std::string& path, char delimiter, int64_t max_rows) {
+Result<RowTable> ReadRowTable(const std::string& path, char delimiter, int64_t max_rows) {
   CsvOptions o;
   o.delimiter = delimiter;
   DS_ASSIGN_OR_RETURN(auto reader, CsvReader::Open(path, o));
   DS_RETURN_IF_ERROR(reader->RequireHeader());
   DS_RETURN_IF_ERROR(ValidateHeader(reader->header(), reader->path()));
-  Table t;
+  RowTable t;
   t.path = path;
   t.delimiter = delimiter;
   t.header = reader->header();
@@ -410,7 +410,7 @@ Result<Table> ReadTable(const std::string& path, char delimiter, int64_t max_row
   return t;
 }
 
-Status WriteTable(const std::string& path, const std::vector<std::string>& header,
+Status WriteRowTable(const std::string& path, const std::vector<std::string>& header,
                   const std::vector<std::vector<std::string>>& rows, char delimiter) {
   const bool to_stdout = path.empty() || path == "-";
   AtomicFileWriter w;
@@ -458,7 +458,7 @@ Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularOb
   // dir). Messages are held back until the plan stands, so that an error is
   // the only output of a run that fails here.
   std::vector<std::string> infos;
-  DS_ASSIGN_OR_RETURN(Table table, ReadTable(o.input_path, delim, o.config.max_lines));
+  DS_ASSIGN_OR_RETURN(RowTable table, ReadRowTable(o.input_path, delim, o.config.max_lines));
   infos.push_back(fmt::format("read {} rows of {} columns from {}", table.rows.size(),
                               table.header.size(), o.input_path));
   RuleOptions ropts;
@@ -608,7 +608,7 @@ Result<TabularSeeds> ParseSeedFields(const std::vector<std::string>& assignments
 }
 
 Result<TabularSeeds> ReadSeedFile(const std::string& path, char delimiter) {
-  DS_ASSIGN_OR_RETURN(Table t, ReadTable(path, delimiter));
+  DS_ASSIGN_OR_RETURN(RowTable t, ReadRowTable(path, delimiter));
   TabularSeeds s;
   s.columns = t.header;
   s.rows = std::move(t.rows);
@@ -920,7 +920,7 @@ Status GenerateTabular(const TabularGenerateOptions& o, TabularObserver* observe
     obs.OnInfo(fmt::format("{}: {} rows ({} invalid regenerated) in {:.1f}s", name, gs.valid,
                            gs.invalid, Since(tb)));
   }
-  DS_RETURN_IF_ERROR(WriteTable(o.output, spec.header, rows, spec.delimiter));
+  DS_RETURN_IF_ERROR(WriteRowTable(o.output, spec.header, rows, spec.delimiter));
   summary->rows = n;
   summary->output = (o.output.empty() || o.output == "-") ? "" : o.output;
   summary->seconds = Since(t0);

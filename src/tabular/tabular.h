@@ -74,7 +74,7 @@ bool IsTabularModel(const std::string& dir);
 Result<TabularSpec> ReadTabularSpec(const std::string& dir);
 
 // A whole table in memory.
-struct Table {
+struct RowTable {
   std::string path;
   char delimiter = ',';
   std::vector<std::string> header;
@@ -82,10 +82,10 @@ struct Table {
 };
 // Reads a CSV table (header required, validated; every row with the header's
 // field count). max_rows 0 = all.
-Result<Table> ReadTable(const std::string& path, char delimiter, int64_t max_rows = 0);
+Result<RowTable> ReadRowTable(const std::string& path, char delimiter, int64_t max_rows = 0);
 // Writes header + rows (AppendCsvRecord) atomically to path, or to stdout for
 // "" / "-".
-Status WriteTable(const std::string& path, const std::vector<std::string>& header,
+Status WriteRowTable(const std::string& path, const std::vector<std::string>& header,
                   const std::vector<std::vector<std::string>>& rows, char delimiter);
 
 // Progress callbacks (the library never writes to the terminal itself).
