@@ -41,7 +41,8 @@ int RunTabularGenerate(const GenArgs& a) {
   TabularCliObserver obs;
   TabularGenerateSummary sum;
   Status s = GenerateTabular(o, &obs, &sum);
-  std::fprintf(stderr, "%s %lld rows (%lld invalid rows regenerated) in %s%s%s\n",
+  if (s.ok() || sum.rows > 0)
+    std::fprintf(stderr, "%s %lld rows (%lld invalid rows regenerated) in %s%s%s\n",
                s.ok() ? "generated" : "stopped after", (long long)sum.rows, (long long)sum.invalid,
                FormatDuration(sum.seconds).c_str(), sum.output.empty() ? "" : ", written to ",
                sum.output.c_str());

@@ -31,7 +31,7 @@ int RunSynthesize(SynthArgs& a) {
   if (a.num_lines >= 0) o.generate.num_lines = a.num_lines;
   if (a.max_invalid >= 0) o.generate.max_invalid = a.max_invalid;
   o.generate.parallelism = a.parallelism;
-  o.generate.seed = a.seed;
+
   o.generate.seed_fields = a.seeds.seed_field;
   o.generate.seed_file = a.seeds.seed_fields;
   o.generate.cancel = o.train.cancel;
@@ -73,7 +73,6 @@ void AddSynthesizeCommand(CLI::App& app) {
   cmd->add_option("--num-lines,-n", a->num_lines, "rows to generate [default: as many as the input]");
   cmd->add_option("--max-invalid", a->max_invalid, "invalid rows allowed per batch");
   cmd->add_option("--parallelism,-p", a->parallelism, "generation workers per batch [default: 0 = all CPUs]");
-  cmd->add_option("--seed", a->seed, "generation seed [default: the training seed]");
   cmd->add_option("--report", a->report, "also evaluate: write the HTML quality/privacy report here");
   cmd->add_option("--json", a->json, "also evaluate: write the scores as JSON here");
   a->flags.Add(cmd, {Config::Group::kTraining, Config::Group::kTokenizer, Config::Group::kPrivacy});
