@@ -85,6 +85,13 @@ std::vector<Config::Key> MakeKeys() {
          Range(&Config::seed, "seed", 0, 9.2e18));
   DS_KEY(threads, T::kInt, G::kTraining, "compute threads (0 = all cores)",
          Range(&Config::threads, "threads", 0, 4096));
+  DS_KEY(device, T::kString, G::kTraining, "auto | cpu | cuda (auto: CUDA when a usable GPU is present)",
+         OneOf(&Config::device, "device", {"auto", "cpu", "cuda"}));
+  DS_KEY(gpu_memory, T::kString, G::kTraining,
+         "grow (take GPU memory on demand) | preallocate (reserve the limit up front)",
+         OneOf(&Config::gpu_memory, "gpu_memory", {"grow", "preallocate"}));
+  DS_KEY(gpu_memory_limit, T::kString, G::kTraining,
+         "hard cap on this process's GPU memory: 4GiB, 512MiB, 25% (empty: none)", nullptr);
   // tokenizer
   DS_KEY(tokenizer, T::kString, G::kTokenizer, "sentencepiece | char",
          OneOf(&Config::tokenizer, "tokenizer", {"sentencepiece", "char"}));

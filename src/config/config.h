@@ -43,6 +43,9 @@ struct Config {
   std::string optimizer = "rmsprop";      // rmsprop | adam
   int64_t seed = 0;                       // 0 = random seed (recorded in model_params.json)
   int threads = 0;                        // 0 = all cores
+  std::string device = "auto";            // auto | cpu | cuda
+  std::string gpu_memory = "grow";        // grow | preallocate
+  std::string gpu_memory_limit;           // "" = none; "4GiB", "512MiB", "25%"
 
   // ---- tokenizer ----
   std::string tokenizer = "sentencepiece";  // sentencepiece | char

@@ -11,6 +11,11 @@
 #include <random>
 
 #include "backend/backend.h"
+#include "backend/device.h"
+#include "backend/device_allocator.h"
+#ifdef DS_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 #include "generate/column_rules.h"
 #include "io/csv.h"
 #include "io/input.h"
@@ -283,7 +288,7 @@ class TrainRun {
     spec_.num_layers = cfg_.num_layers;
     spec_.dropout_rate = float(cfg_.dropout_rate);
     layout_ = ParamLayout::For(spec_);
-    DS_ASSIGN_OR_RETURN(backend_, MakeCpuTrainBackend(spec_, max_batch, max_steps));
+    DS_ASSIGN_OR_RETURN(backend_, MakeBackend(max_batch, max_steps));
     params_.resize(layout_.total);
     InitParams(spec_, cfg_.rnn_initializer, seed_, params_.data());
     backend_->SetParams(params_.data());
@@ -350,6 +355,33 @@ class TrainRun {
     }
     done_ = true;
     return Finish(input, delim, *tok, t0);
+  }
+
+  // The compute device: --device auto picks CUDA when a usable GPU is there
+  // (one warning line otherwise); DP training needs per-example clipping,
+  // which only the CPU backend has.
+  Result<std::unique_ptr<TrainBackend>> MakeBackend(int max_batch, int max_steps) {
+    DS_ASSIGN_OR_RETURN(DeviceRequest req, ParseDevice(cfg_.device));
+    if (cfg_.dp && req != DeviceRequest::kCpu) {
+      if (req == DeviceRequest::kCuda)
+        obs_.OnInfo("dp: per-record clipping runs on the CPU backend; training on the CPU");
+      req = DeviceRequest::kCpu;
+    }
+    std::string warning;
+    DS_ASSIGN_OR_RETURN(DeviceKind kind, ResolveDevice(req, &warning));
+    if (!warning.empty()) obs_.OnInfo("warning: " + warning);
+    if (kind == DeviceKind::kCpu) return MakeCpuTrainBackend(spec_, max_batch, max_steps);
+#ifdef DS_HAVE_CUDA
+    CudaOptions o;
+    o.memory.preallocate = cfg_.gpu_memory == "preallocate";
+    if (!cfg_.gpu_memory_limit.empty()) {
+      DS_ASSIGN_OR_RETURN(DeviceMemory mem, CudaMemory(o.device));
+      DS_ASSIGN_OR_RETURN(o.memory.limit_bytes, ParseMemoryLimit(cfg_.gpu_memory_limit, mem.total_bytes));
+    }
+    return MakeCudaTrainBackend(spec_, max_batch, max_steps, o);
+#else
+    return DS_ERR(kUnavailable, "this build of datasynth has no CUDA backend");
+#endif
   }
 
   int64_t StepsPerEpoch() const { return cfg_.dp ? dp_.steps_per_epoch : data_.train_batches(); }
