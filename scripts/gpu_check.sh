@@ -177,7 +177,7 @@ if ! timeout 120 cmake -S . -B "$BUILD_DIR" "$GEN" -DCMAKE_BUILD_TYPE=Release -D
   tail -25 "$OUT/build.log" | tee -a "$SUMMARY"
   finish 3
 fi
-TARGETS=(allocator_test cuda_backend_test gpu_bench)
+TARGETS=(allocator_test cuda_backend_test gpu_bench datasynth)
 if ! timeout 300 cmake --build "$BUILD_DIR" -j"$JOBS" --target "${TARGETS[@]}" >> "$OUT/build.log" 2>&1; then
   note "build FAILED (errors from $OUT/build.log):"
   grep -E "error|undefined reference" "$OUT/build.log" | head -25 | tee -a "$SUMMARY"
@@ -279,6 +279,28 @@ PYEOF
   if [ $rc -ne 0 ]; then note "bench pytorch: FAILED (rc $rc): $(tail -3 "$OUT/bench_torch.err" | tr '\n' ' ')"; fi
 else
   note "bench pytorch: skipped (torch with CUDA not importable, or time budget)"
+fi
+
+# ---- 5b. end to end: train on the GPU, generate on the CPU from the same model file ----
+if [ "$(left)" -gt 60 ] && [ -x "$BUILD_DIR/datasynth" ]; then
+  step "end to end: train --device cuda, generate on the CPU"
+  E2E=$OUT/e2e
+  mkdir -p "$E2E"
+  if timeout 150 "$BUILD_DIR/datasynth" train --input examples/telco_churn_2k.csv --field-delimiter , \
+       --model-dir "$E2E/model" --tokenizer char --epochs ${E2E_EPOCHS:-8} --device cuda --seed 3 \
+       > "$E2E/train.log" 2>&1; then
+    tr '\r' '\n' < "$E2E/train.log" | grep -E "^epoch +[0-9]|trained|network|warning" | tee -a "$SUMMARY"
+    if timeout 60 "$BUILD_DIR/datasynth" generate --model-dir "$E2E/model" --num-lines 500 \
+         --output "$E2E/synth.csv" --seed 7 --parallelism 4 > "$E2E/generate.log" 2>&1; then
+      tail -1 "$E2E/generate.log" | tee -a "$SUMMARY"
+    else
+      note "e2e generate FAILED: $(tail -2 "$E2E/generate.log" | tr '\n' ' ')"
+      failures+=("e2e_generate")
+    fi
+  else
+    note "e2e train --device cuda FAILED: $(tail -3 "$E2E/train.log" | tr '\n' ' ')"
+    failures+=("e2e_train")
+  fi
 fi
 
 # ---- 6. summary table ------------------------------------------------------------------
