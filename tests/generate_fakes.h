@@ -75,6 +75,7 @@ struct FakeModelSpec {
   float scale = 2.0f;  // table entries uniform in [-scale, scale]
   uint64_t table_seed = 11;
   int64_t* steps = nullptr;  // counts Step calls (may be null)
+  bool report_memory = false;  // act like a device backend: memory_stats() (see below)
 };
 
 class FakeBackend : public InferBackend {
@@ -100,6 +101,18 @@ class FakeBackend : public InferBackend {
       out[0] = pos_[size_t(s)] < m_.min_len ? -INFINITY : m_.end_logit;
       ++pos_[size_t(s)];
     }
+    steps_ += n;
+  }
+  // With report_memory: "allocated" grows with the steps taken, the limit is
+  // 1 MiB + the slot count (so a test can tell workers' reports apart).
+  std::optional<AllocatorStats> memory_stats() const override {
+    if (!m_.report_memory) return std::nullopt;
+    AllocatorStats a;
+    a.allocated_bytes = size_t(steps_) * 16;
+    a.peak_allocated_bytes = a.allocated_bytes;
+    a.reserved_bytes = a.peak_reserved_bytes = 2 * a.allocated_bytes;
+    a.limit_bytes = (size_t(1) << 20) + pos_.size();
+    return a;
   }
 
  private:
@@ -107,6 +120,7 @@ class FakeBackend : public InferBackend {
   NetworkSpec spec_;
   std::vector<float> table_;  // [V, V]
   std::vector<int> pos_;      // [slots]
+  int64_t steps_ = 0;         // slot-steps taken
 };
 
 // A GenerationModel over the fakes. header empty = text lines.

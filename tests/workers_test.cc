@@ -302,6 +302,38 @@ TEST(Workers, ProgressAndFormats) {
   for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(JoinFields(rows[i], ','), from_jsonl[i]);
 }
 
+// GPU workers report their allocator statistics to the parent (STATS frames):
+// one entry per worker, the latest values, printed by FormatWorkerMemory.
+TEST(Workers, DeviceMemoryStatsReachTheSummary) {
+  FakeTokenizer tok;
+  FakeModelSpec spec;
+  spec.report_memory = true;
+  auto m = FakeGenerationModel(tok, {"x", "y", "z"}, spec);
+  RunOptions o = BaseOptions();
+  o.parallelism = 2;
+  RunOut r = DoRun(m, o, "stats.jsonl");
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_EQ(r.summary.worker_memory.size(), 2u);
+  int64_t tokens_seen = 0;
+  for (const auto& s : r.summary.worker_memory) {
+    EXPECT_EQ(s.limit_bytes, (size_t(1) << 20) + 6);  // predict_batch_size 6 slots
+    EXPECT_GT(s.peak_allocated_bytes, 0u);
+    EXPECT_EQ(s.peak_reserved_bytes, 2 * s.peak_allocated_bytes);
+    tokens_seen += int64_t(s.peak_allocated_bytes / 16);
+  }
+  // Every sampled token was one backend slot-step in some worker (prompt
+  // steps included, so at least the tokens reported).
+  EXPECT_GE(tokens_seen, r.summary.tokens);
+  std::string line = FormatWorkerMemory(r.summary);
+  EXPECT_NE(line.find("2 workers"), std::string::npos) << line;
+  EXPECT_NE(line.find("limit 1.00 MiB"), std::string::npos) << line;
+  // Host backends report nothing.
+  RunOut cpu = DoRun(FakeGenerationModel(tok, {"x", "y", "z"}), o, "nostats.jsonl");
+  ASSERT_TRUE(cpu.status.ok());
+  EXPECT_TRUE(cpu.summary.worker_memory.empty());
+  EXPECT_EQ(FormatWorkerMemory(cpu.summary), "");
+}
+
 TEST(Workers, TextModelAndStdoutPathChecks) {
   FakeTokenizer tok;
   auto m = FakeGenerationModel(tok);

@@ -10,6 +10,7 @@ namespace {
 
 struct GenArgs {
   std::string model_dir, output, format, start_string, start_strings, constrain = "auto";
+  std::string device = "auto", gpu_memory = "grow", gpu_memory_limit;
   int64_t num_lines = -1, gen_chars = -1, max_invalid = -1;
   double gen_temp = -1, parallelism = 0;
   int predict_batch_size = -1;
@@ -37,6 +38,9 @@ int RunTabularGenerate(const GenArgs& a) {
   o.checks.empty = !a.no_empty;
   o.seed_fields = a.seeds.seed_field;
   o.seed_file = a.seeds.seed_fields;
+  o.device = a.device;
+  o.gpu_memory = a.gpu_memory;
+  o.gpu_memory_limit = a.gpu_memory_limit;
   o.cancel = InstallInterruptFlag();
   TabularCliObserver obs;
   TabularGenerateSummary sum;
@@ -80,6 +84,9 @@ int RunGenerate(const GenArgs& a) {
   auto level = ParseConstraintLevel(a.constrain);
   if (!level.ok()) return Fail(level.status());
   c.constrain = level.value();
+  c.device = a.device;
+  c.gpu_memory = a.gpu_memory;
+  c.gpu_memory_limit = a.gpu_memory_limit;
   c.run.cancel = InstallInterruptFlag();
 
   ProgressLine line(5.0);
@@ -96,6 +103,7 @@ int RunGenerate(const GenArgs& a) {
   Status s = GenerateFromModelDir(c, ev, &sum);
   line.Finish();
   double total = double(sum.valid + sum.invalid);
+  if (!s.ok() && sum.workers == 0 && total == 0) return Fail(s);  // failed before generating
   std::fprintf(stderr,
                "%s %lld valid records (%lld invalid, %.1f%% valid) in %s with %d worker%s, "
                "%.0f records/s%s%s\n",
@@ -104,6 +112,12 @@ int RunGenerate(const GenArgs& a) {
                FormatDuration(sum.seconds).c_str(), sum.workers, sum.workers == 1 ? "" : "s",
                sum.seconds > 0 ? double(sum.valid) / sum.seconds : 0.0,
                sum.output.empty() ? "" : ", written to ", sum.output.c_str());
+  if (std::string mem = FormatWorkerMemory(sum); !mem.empty()) {
+    std::fprintf(stderr, "%s\n", mem.c_str());
+    if (g_verbose)
+      for (size_t i = 0; i < sum.worker_memory.size(); ++i)
+        std::fprintf(stderr, "  worker %zu: %s\n", i, sum.worker_memory[i].ToString().c_str());
+  }
   if (sum.worker_failures > 0)
     std::fprintf(stderr, "%d worker failure%s recovered (their chunks were redone)\n",
                  sum.worker_failures, sum.worker_failures == 1 ? "" : "s");
@@ -137,7 +151,19 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_option("--constrain", a.constrain,
                   "constrained decoding: structure | values | none | auto (values when the model "
                   "stores category sets or ranges, else structure) [default: auto]");
-a.seeds.Add(cmd);
+  cmd->add_option("--device", a.device,
+                  "auto | cpu | cuda: where the workers run the network (auto: CUDA when a usable "
+                  "GPU is present) [default: auto]")
+      ->group("Device");
+  cmd->add_option("--gpu-memory", a.gpu_memory,
+                  "grow (take GPU memory on demand) | preallocate (reserve each worker's limit "
+                  "at start) [default: grow]")
+      ->group("Device");
+  cmd->add_option("--gpu-memory-limit", a.gpu_memory_limit,
+                  "GPU memory cap per worker process, e.g. 4GiB or 10% [default: an equal share "
+                  "of the free memory]")
+      ->group("Device");
+  a.seeds.Add(cmd);
   cmd->add_flag("--no-field-count", a.no_field_count, "do not check the field count")->group("Validation");
   cmd->add_flag("--no-types", a.no_types, "do not check learned column types")->group("Validation");
   cmd->add_flag("--no-ranges", a.no_ranges, "do not check numeric min/max")->group("Validation");

@@ -34,6 +34,8 @@ class CliObserver : public TrainObserver {
     line_.Print(fmt::format("epoch {:>3}  loss {:.4f}  accuracy {:.4f}{}{}  {:.1f}s  {:.0f} tokens/s{}",
                             r.epoch, r.loss, r.accuracy, val, dp, r.seconds, r.tokens_per_s,
                             r.best ? "  *best" : ""));
+    if (g_verbose && r.device_memory)
+      line_.Print("  GPU memory: " + r.device_memory->ToString());
   }
 
  private:
@@ -84,6 +86,14 @@ int RunTrain(TrainArgs& a) {
                s.meta.epochs_run, FormatDuration(s.seconds).c_str(), s.meta.stop_reason.c_str(),
                s.tokens_per_s, s.meta.best_epoch, best.loss, val.c_str(), s.untrained_val_loss,
                dp.c_str(), a.model_dir.c_str());
+  if (s.device_memory) {
+    const AllocatorStats& m = *s.device_memory;
+    std::fprintf(stderr, "GPU memory: peak in use %s, peak reserved %s, limit %s%s\n",
+                 FormatBytes(m.peak_allocated_bytes).c_str(),
+                 FormatBytes(m.peak_reserved_bytes).c_str(),
+                 m.limit_bytes ? FormatBytes(m.limit_bytes).c_str() : "none",
+                 m.num_oom_retries ? fmt::format(", {} OOM retries", m.num_oom_retries).c_str() : "");
+  }
   return 0;
 }
 

@@ -10,9 +10,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "backend/device_allocator.h"
 #include "model/network.h"
 #include "util/status.h"
 
@@ -80,6 +82,10 @@ class TrainBackend {
   // Optimizer state (for checkpoints / resume), host copy, any length.
   virtual std::vector<float> GetOptimizerState() const = 0;
   virtual Status SetOptimizerState(const std::vector<float>& state) = 0;
+
+  // Device memory of this process's allocator (current and peak, allocated
+  // and reserved, the limit); nullopt for host backends.
+  virtual std::optional<AllocatorStats> memory_stats() const { return std::nullopt; }
 };
 
 // Inference-side: `slots` independent sequences advanced one token at a time,
@@ -96,6 +102,8 @@ class InferBackend {
   // their logits: tokens [n], logits [n, V] (host). Slots not listed keep
   // their state.
   virtual void Step(const int* slot_ids, const int32_t* tokens, int n, float* logits) = 0;
+  // As TrainBackend::memory_stats.
+  virtual std::optional<AllocatorStats> memory_stats() const { return std::nullopt; }
 };
 
 enum class DeviceKind { kCpu, kCuda };

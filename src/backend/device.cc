@@ -1,6 +1,11 @@
 #include "backend/device.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 
 #include "backend/device_allocator.h"
@@ -72,6 +77,76 @@ Result<DeviceMemory> CudaMemory(int device) {
 Result<size_t> DefaultWorkerLimit(int workers) {
   DS_ASSIGN_OR_RETURN(DeviceMemory m, CudaMemory(0));
   return WorkerShare(m.free_bytes, workers, kCudaContextReserve);
+}
+
+Result<CudaProbe> ProbeCudaInChild() {
+  CudaProbe probe;
+#ifndef DS_HAVE_CUDA
+  probe.why = "this datasynth was built without CUDA";
+  return probe;
+#else
+  // The child's answer: [u8 usable][u64 free][u64 total][why...] through a pipe.
+  int fds[2];
+  if (::pipe(fds) != 0) return DS_ERR(kIo, "cannot probe the GPU: pipe: {}", strerror(errno));
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return DS_ERR(kResourceExhausted, "cannot probe the GPU: fork: {}", strerror(errno));
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string why;
+    uint8_t ok = CudaAvailable(&why) ? 1 : 0;
+    uint64_t mem[2] = {0, 0};
+    if (ok) {
+      auto m = CudaMemory(0);
+      if (m.ok()) {
+        mem[0] = m.value().free_bytes;
+        mem[1] = m.value().total_bytes;
+      } else {
+        ok = 0;
+        why = m.status().message();
+      }
+    }
+    std::string msg(1, char(ok));
+    msg.append(reinterpret_cast<const char*>(mem), sizeof(mem));
+    msg += why.substr(0, 4000);
+    size_t off = 0;
+    while (off < msg.size()) {
+      ssize_t w = ::write(fds[1], msg.data() + off, msg.size() - off);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      off += size_t(w);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string msg;
+  char buf[4096];
+  while (true) {
+    ssize_t n = ::read(fds[0], buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    msg.append(buf, size_t(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (msg.size() < 1 + 2 * sizeof(uint64_t)) {
+    probe.why = WIFSIGNALED(status)
+                    ? fmt::format("the GPU probe process was killed by signal {}", WTERMSIG(status))
+                    : "the GPU probe process gave no answer";
+    return probe;
+  }
+  probe.usable = msg[0] != 0;
+  uint64_t mem[2];
+  std::memcpy(mem, msg.data() + 1, sizeof(mem));
+  probe.memory = DeviceMemory{size_t(mem[0]), size_t(mem[1])};
+  probe.why = msg.substr(1 + sizeof(mem));
+  return probe;
+#endif
 }
 
 }  // namespace ds

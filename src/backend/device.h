@@ -61,4 +61,15 @@ inline constexpr size_t kCudaContextReserve = size_t(512) << 20;
 // WorkerShare(free memory now, workers, kCudaContextReserve).
 Result<size_t> DefaultWorkerLimit(int workers);
 
+// CudaAvailable and CudaMemory answered by a short-lived forked child, so that
+// the calling process never initialises CUDA and can still fork workers that
+// use the GPU (the generate command's parent does this). Builds without CUDA
+// answer at once without forking. Errors only when the child cannot be run.
+struct CudaProbe {
+  bool usable = false;
+  std::string why;      // why not usable
+  DeviceMemory memory;  // device 0, when usable
+};
+Result<CudaProbe> ProbeCudaInChild();
+
 }  // namespace ds

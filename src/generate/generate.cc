@@ -5,11 +5,14 @@
 #include <fstream>
 
 #include "backend/backend.h"
+#ifdef DS_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 
 namespace ds {
 
 Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks& checks,
-                                            ConstraintLevel constrain) {
+                                            ConstraintLevel constrain, const InferDevice& device) {
   GenerationModel g;
   g.tokenizer = model.tokenizer.get();
   g.header = model.meta.header;
@@ -37,8 +40,50 @@ Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks
     }
   }
   const Model* m = &model;
-  g.make_backend = [m](int slots) { return MakeCpuInferBackend(m->meta.spec, m->params, slots); };
+  if (device.kind == DeviceKind::kCuda) {
+#ifdef DS_HAVE_CUDA
+    CudaOptions o;
+    o.memory = device.memory;
+    g.make_backend = [m, o](int slots) {
+      return MakeCudaInferBackend(m->meta.spec, m->params, slots, o);
+    };
+    g.device = DeviceKind::kCuda;
+#else
+    return DS_ERR(kUnavailable, "this datasynth was built without CUDA");
+#endif
+  } else {
+    g.make_backend = [m](int slots) { return MakeCpuInferBackend(m->meta.spec, m->params, slots); };
+  }
   return g;
+}
+
+Result<InferDevice> ResolveInferDevice(const std::string& device, const std::string& gpu_memory,
+                                       const std::string& gpu_memory_limit, int workers,
+                                       std::string* warning) {
+  if (warning != nullptr) warning->clear();
+  DS_ASSIGN_OR_RETURN(DeviceRequest req, ParseDevice(device));
+  if (gpu_memory != "grow" && gpu_memory != "preallocate")
+    return DS_ERR(kInvalidArgument, "--gpu-memory '{}': expected grow or preallocate", gpu_memory);
+  InferDevice d;
+  if (req == DeviceRequest::kCpu) return d;
+  DS_ASSIGN_OR_RETURN(CudaProbe probe, ProbeCudaInChild());
+  if (!probe.usable) {
+    if (req == DeviceRequest::kCuda)
+      return DS_ERR(kUnavailable, "--device cuda: no usable GPU: {}", probe.why);
+    if (warning != nullptr) *warning = fmt::format("no usable GPU ({}); running on the CPU", probe.why);
+    return d;
+  }
+  d.kind = DeviceKind::kCuda;
+  d.memory.preallocate = gpu_memory == "preallocate";
+  if (!gpu_memory_limit.empty()) {
+    DS_ASSIGN_OR_RETURN(d.memory.limit_bytes,
+                        ParseMemoryLimit(gpu_memory_limit, probe.memory.total_bytes));
+  } else {
+    DS_ASSIGN_OR_RETURN(d.memory.limit_bytes,
+                        WorkerShare(probe.memory.free_bytes, std::max(1, workers),
+                                    kCudaContextReserve));
+  }
+  return d;
 }
 
 Result<std::vector<std::string>> ReadStartStrings(const std::string& path) {
@@ -59,7 +104,19 @@ Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& ev
                             GenerateSummary* summary) {
   *summary = GenerateSummary{};
   DS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModel(cmd.model_dir));
-  DS_ASSIGN_OR_RETURN(GenerationModel gm, MakeGenerationModel(*model, cmd.checks, cmd.constrain));
+  // The device: the worker count decides each worker's share of the GPU.
+  DS_ASSIGN_OR_RETURN(int workers, ResolveParallelism(cmd.run.parallelism, AvailableCpus()));
+  {
+    const int64_t wanted = cmd.num_lines.value_or(model->config.gen_lines);
+    if (wanted > 0) workers = int(std::min<int64_t>(workers, wanted));
+  }
+  std::string device_warning;
+  DS_ASSIGN_OR_RETURN(InferDevice device,
+                      ResolveInferDevice(cmd.device, cmd.gpu_memory, cmd.gpu_memory_limit, workers,
+                                         &device_warning));
+  if (!device_warning.empty() && events.warning) events.warning(device_warning);
+  DS_ASSIGN_OR_RETURN(GenerationModel gm,
+                      MakeGenerationModel(*model, cmd.checks, cmd.constrain, device));
   if (gm.constraints && events.warning) {
     if (cmd.constrain == ConstraintLevel::kValues && !RulesHoldValues(*gm.rules))
       events.warning(

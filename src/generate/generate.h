@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/device.h"
 #include "generate/column_rules.h"
 #include "generate/constraints.h"
 #include "generate/generator.h"
@@ -26,16 +27,39 @@
 
 namespace ds {
 
+// Where generation runs the network. CUDA: every worker process creates its
+// own CUDA context and caching allocator with `memory` (per process: the
+// limit and grow/preallocate), after the fork (the parent never touches
+// CUDA; see backend/device.h).
+struct InferDevice {
+  DeviceKind kind = DeviceKind::kCpu;
+  AllocatorConfig memory;
+};
+
 // A GenerationModel over a loaded model: its tokenizer, header and delimiter,
 // column_rules.json (validated; field-count-only rules for delimited models
 // without one) with `checks` applied, and CPU inference backends over the
-// memory-mapped weights. `model` must outlive the result.
+// memory-mapped weights (or CUDA backends over a device copy of them, per
+// `device`). `model` must outlive the result.
 // Delimited models also get constrained decoding (make_filter) at `constrain`
 // (auto: values when the rules hold values, else structure; see
 // generate/constraints.h); rules checks switched off switch the matching
 // constraints off.
 Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks& checks,
-                                            ConstraintLevel constrain = ConstraintLevel::kAuto);
+                                            ConstraintLevel constrain = ConstraintLevel::kAuto,
+                                            const InferDevice& device = {});
+
+// The device of a generation with `workers` worker processes:
+//   device           auto | cpu | cuda (auto: CUDA when a usable GPU is present,
+//                    else the CPU and `warning` says why)
+//   gpu_memory       grow | preallocate
+//   gpu_memory_limit per worker process, "4GiB" or "25%" of the GPU's memory;
+//                    "" = an equal share of the memory free now
+//                    (DefaultWorkerLimit's rule, computed without initialising
+//                    CUDA in this process: ProbeCudaInChild)
+Result<InferDevice> ResolveInferDevice(const std::string& device, const std::string& gpu_memory,
+                                       const std::string& gpu_memory_limit, int workers,
+                                       std::string* warning);
 
 // Start strings from a file: one per line ('\n' or "\r\n"); a final newline
 // does not start an empty prefix. Errors name the file.
@@ -56,6 +80,9 @@ struct GenerateCommand {
   std::string start_strings_file;  // one valid record per line of this file
   RuleChecks checks;               // validation switches
   ConstraintLevel constrain = ConstraintLevel::kAuto;  // --constrain (constrained decoding)
+  std::string device = "auto";        // auto | cpu | cuda (ResolveInferDevice)
+  std::string gpu_memory = "grow";    // grow | preallocate
+  std::string gpu_memory_limit;       // per worker process; "" = equal share of free memory
 };
 
 Status GenerateFromModelDir(const GenerateCommand& command, const GenerateEvents& events,

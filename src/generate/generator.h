@@ -47,6 +47,7 @@ struct GenerationModel {
   char delimiter = 0;                // 0 for text lines
   std::optional<ColumnRules> rules;  // delimited data: validation rules
   std::function<Result<std::unique_ptr<InferBackend>>(int slots)> make_backend;
+  DeviceKind device = DeviceKind::kCpu;  // what make_backend creates
   // Constrained decoding (generate/constraints.h): called like make_backend,
   // once per generating process; null = no filter. GenerateOptions::filter,
   // when set, takes precedence in-process.

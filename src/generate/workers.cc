@@ -73,11 +73,28 @@ std::string FormatSummary(const GenerateSummary& s) {
   return out;
 }
 
+std::string FormatWorkerMemory(const GenerateSummary& s) {
+  if (s.worker_memory.empty()) return "";
+  size_t peak = 0, reserved = 0, limit = 0;
+  int64_t retries = 0;
+  for (const auto& m : s.worker_memory) {
+    peak = std::max(peak, m.peak_allocated_bytes);
+    reserved = std::max(reserved, m.peak_reserved_bytes);
+    limit = std::max(limit, m.limit_bytes);
+    retries += m.num_oom_retries;
+  }
+  std::string out = fmt::format("GPU memory per worker ({} workers): peak in use {}, peak reserved {}, limit {}",
+                                s.worker_memory.size(), FormatBytes(peak), FormatBytes(reserved),
+                                limit ? FormatBytes(limit) : "none");
+  if (retries) out += fmt::format(", {} OOM retries", retries);
+  return out;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-enum FrameType : uint8_t { kTasks = 1, kResult = 2, kError = 3 };
+enum FrameType : uint8_t { kTasks = 1, kResult = 2, kError = 3, kStats = 4 };
 constexpr uint32_t kMaxFrame = 256u << 20;
 
 // ---- frame encoding ----
@@ -131,6 +148,28 @@ void EncodeResult(const GeneratedRecord& r, std::string* out) {
   PutU32(&pl, uint32_t(r.fields.size()));
   for (const auto& f : r.fields) PutStr(&pl, f);
   PutFrame(out, kResult, pl);
+}
+
+// STATS: the worker's allocator (GPU backends), sent when it changed.
+void EncodeStats(const AllocatorStats& m, std::string* out) {
+  std::string pl;
+  for (uint64_t v : {uint64_t(m.allocated_bytes), uint64_t(m.peak_allocated_bytes),
+                     uint64_t(m.reserved_bytes), uint64_t(m.peak_reserved_bytes),
+                     uint64_t(m.limit_bytes), uint64_t(m.num_oom_retries),
+                     uint64_t(m.num_oom_failures)})
+    PutU64(&pl, v);
+  PutFrame(out, kStats, pl);
+}
+
+bool DecodeStats(Reader& rd, AllocatorStats* m) {
+  m->allocated_bytes = size_t(rd.Get<uint64_t>());
+  m->peak_allocated_bytes = size_t(rd.Get<uint64_t>());
+  m->reserved_bytes = size_t(rd.Get<uint64_t>());
+  m->peak_reserved_bytes = size_t(rd.Get<uint64_t>());
+  m->limit_bytes = size_t(rd.Get<uint64_t>());
+  m->num_oom_retries = int64_t(rd.Get<uint64_t>());
+  m->num_oom_failures = int64_t(rd.Get<uint64_t>());
+  return rd.ok && rd.p == rd.end;
 }
 
 bool DecodeResult(Reader& rd, GeneratedRecord* r) {
@@ -216,6 +255,7 @@ bool SendAll(int fd, const std::string& data) {
     BatchSampler sampler(*model.tokenizer, *backend, plan.sampler, plan.prefixes, filter.get());
     std::string in, out;
     std::vector<GeneratedRecord> done;
+    AllocatorStats last_stats;
     int64_t sent = 0;
     char rbuf[65536];
     while (true) {
@@ -247,6 +287,15 @@ bool SendAll(int fd, const std::string& data) {
       for (auto& r : done) {
         ValidateRecord(model, &r);
         EncodeResult(r, &out);
+      }
+      if (auto m = backend->memory_stats()) {
+        if (m->peak_allocated_bytes != last_stats.peak_allocated_bytes ||
+            m->peak_reserved_bytes != last_stats.peak_reserved_bytes ||
+            m->reserved_bytes != last_stats.reserved_bytes ||
+            m->num_oom_retries != last_stats.num_oom_retries) {
+          EncodeStats(*m, &out);
+          last_stats = *m;
+        }
       }
       if (!SendAll(fd, out)) ::_exit(0);  // parent gone
       sent += int64_t(done.size());
@@ -366,6 +415,7 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
     w.alive = true;
   }
   summary->workers = workers_n;
+  summary->device = model.device;
 
   Status st = writer.Begin();
   int64_t tokens = 0;
@@ -510,6 +560,14 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
         if (type == kError) {
           std::string msg = rd.Str();
           st = DS_ERR(kInternal, "generation worker {} failed: {}", w.index, msg);
+          return true;
+        }
+        if (type == kStats) {
+          AllocatorStats m;
+          if (!DecodeStats(rd, &m)) return false;
+          if (summary->worker_memory.size() <= size_t(w.index))
+            summary->worker_memory.resize(size_t(w.index) + 1);
+          summary->worker_memory[size_t(w.index)] = m;
           return true;
         }
         if (type != kResult) return false;

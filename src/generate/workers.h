@@ -11,6 +11,7 @@
 //   worker -> parent  RESULT id, prefix, valid, tokens, explain, fields
 //                     (validated in the worker)
 //                     ERROR  message (the worker could not start)
+//                     STATS  GPU allocator statistics (when they changed)
 // The parent keeps at most 2 x predict_batch_size attempts outstanding per
 // worker, in chunks of at most predict_batch_size split evenly over the
 // workers, so that every worker's slots stay busy; the AttemptScheduler
@@ -86,6 +87,10 @@ struct GenerateSummary {
   int worker_failures = 0;
   bool complete = false;  // every wanted record was produced
   std::string output;     // path written ("" for stdout)
+  DeviceKind device = DeviceKind::kCpu;
+  // GPU workers: each worker's allocator statistics as last reported (index =
+  // worker); empty on the CPU.
+  std::vector<AllocatorStats> worker_memory;
 };
 
 // One line for a terminal (the CLI prints it on stderr, e.g. with '\r'):
@@ -93,6 +98,9 @@ struct GenerateSummary {
 std::string FormatProgress(const GenerateProgress& p);
 // "10000 valid and 257 invalid records in 24.3s (2 workers) -> synth.csv"
 std::string FormatSummary(const GenerateSummary& s);
+// GPU runs: "GPU memory per worker: peak in use 37.0 MiB (max), reserved 54.0
+// MiB (max), limit 17.1 GiB"; "" on the CPU.
+std::string FormatWorkerMemory(const GenerateSummary& s);
 
 // Runs a whole generation into `options.output`. On an error after the output
 // was opened (too many invalid, cancelled, every worker died, write error),

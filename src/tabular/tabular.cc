@@ -678,7 +678,7 @@ struct LoadedBatch {
 };
 
 Result<LoadedBatch> LoadBatch(const std::string& dir, const TabularSpec& spec, size_t b,
-                              const RuleChecks& checks) {
+                              const RuleChecks& checks, const InferDevice& device) {
   LoadedBatch lb;
   const TabularBatch& t = spec.batches[b];
   const std::string path = dir + "/" + t.dir;
@@ -687,7 +687,7 @@ Result<LoadedBatch> LoadBatch(const std::string& dir, const TabularSpec& spec, s
   want.insert(want.end(), t.columns.begin(), t.columns.end());
   if (lb.model->meta.header != want || lb.model->meta.delimiter != spec.batch_delimiter)
     return DS_ERR(kCorrupt, "{}: the model's columns do not match {}/{}", path, dir, kSpecFile);
-  DS_ASSIGN_OR_RETURN(lb.gm, MakeGenerationModel(*lb.model, checks));
+  DS_ASSIGN_OR_RETURN(lb.gm, MakeGenerationModel(*lb.model, checks, ConstraintLevel::kAuto, device));
   return lb;
 }
 
@@ -828,11 +828,19 @@ Status GenerateTabular(const TabularGenerateOptions& o, TabularObserver* observe
   TempDir tmp;
   DS_RETURN_IF_ERROR(MakeTempDir("datasynth-tabular", &tmp));
 
+  // One device for every batch (batches generate one after the other).
+  DS_ASSIGN_OR_RETURN(int workers, ResolveParallelism(o.parallelism, AvailableCpus()));
+  std::string device_warning;
+  DS_ASSIGN_OR_RETURN(InferDevice device,
+                      ResolveInferDevice(o.device, o.gpu_memory, o.gpu_memory_limit,
+                                         int(std::max<int64_t>(1, std::min<int64_t>(workers, n))),
+                                         &device_warning));
+
   for (size_t b = 0; b < nb && n > 0; ++b) {
     const TabularBatch& t = spec.batches[b];
     const std::string name = BatchName(spec, b);
     auto tb = Clock::now();
-    DS_ASSIGN_OR_RETURN(LoadedBatch lb, LoadBatch(o.model_dir, spec, b, o.checks));
+    DS_ASSIGN_OR_RETURN(LoadedBatch lb, LoadBatch(o.model_dir, spec, b, o.checks, device));
     const Config& mc = lb.model->config;
     RunOptions run;
     GenerateOptions& g = run.gen;
@@ -892,6 +900,7 @@ Status GenerateTabular(const TabularGenerateOptions& o, TabularObserver* observe
     };
     events.warning = [&](const std::string& w) { obs.OnWarning(name + ": " + w); };
     GenerateSummary gs;
+    if (b == 0 && !device_warning.empty()) obs.OnWarning(device_warning);  // after the seed checks
     Status st = RunGeneration(lb.gm, run, events, &gs);
     summary->batches.push_back(gs);
     summary->invalid += gs.invalid;

@@ -165,6 +165,8 @@ struct TabularGenerateOptions {
   std::string seed_file;
   std::optional<TabularSeeds> seeds;
   const std::atomic<bool>* cancel = nullptr;
+  // Device of the batch workers (generate/generate.h ResolveInferDevice).
+  std::string device = "auto", gpu_memory = "grow", gpu_memory_limit;
 };
 
 struct TabularGenerateSummary {

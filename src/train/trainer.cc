@@ -330,6 +330,7 @@ class TrainRun {
       EpochResult r;
       bool time_up = false, budget_spent = false;
       DS_RETURN_IF_ERROR(RunEpoch(epoch, opt, &r, &time_up, &budget_spent));
+      r.device_memory = backend_->memory_stats();
       if (cfg_.dp && global_step_ >= dp_.max_steps) budget_spent = true;
       bool stop = false;
       if (time_up) {
@@ -726,6 +727,7 @@ class TrainRun {
     summary_.meta = Meta(input, delim);
     DS_RETURN_IF_ERROR(WriteModelParams(dir(), cfg_, summary_.meta));
     summary_.seconds = Since(t0);
+    if (backend_) summary_.device_memory = backend_->memory_stats();
     summary_.tokens_per_s = compute_seconds_ > 0 ? double(trained_tokens_) / (compute_seconds_ + prior_seconds_) : 0;
     return Status::Ok();
   }

@@ -17,9 +17,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "backend/device_allocator.h"
 #include "config/config.h"
 #include "model/model_dir.h"
 #include "util/status.h"
@@ -34,6 +36,7 @@ struct EpochResult {
   bool best = false;
   double seconds = 0;
   double tokens_per_s = 0;
+  std::optional<AllocatorStats> device_memory;  // GPU backends: the allocator after the epoch
 };
 
 struct TrainProgress {
@@ -65,6 +68,7 @@ struct TrainSummary {
   double untrained_val_loss = 0;  // loss of the initial weights on the validation batches
   double seconds = 0;
   double tokens_per_s = 0;  // training tokens/s over the run
+  std::optional<AllocatorStats> device_memory;  // GPU backends: the allocator at the end
 };
 
 Result<TrainSummary> Train(const TrainOptions& options, TrainObserver* observer);

@@ -62,6 +62,7 @@ class CudaContext {
 
   DeviceBuffer Buffer(size_t bytes) { return DeviceBuffer(alloc_, bytes, stream_); }
   cudaStream_t stream() const { return stream_; }
+  AllocatorStats memory_stats() const { return alloc_->stats(); }
   void Activate() const { DS_CUDA_CHECK(cudaSetDevice(device_)); }
   void Sync() const { DS_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
@@ -147,6 +148,9 @@ class CudaTrainBackend final : public TrainBackend {
   ~CudaTrainBackend() override { cudaStreamSynchronize(ctx_.stream()); }
 
   std::string name() const override { return "cuda"; }
+  std::optional<AllocatorStats> memory_stats() const override {
+    return ctx_.memory_stats();
+  }
   const NetworkSpec& spec() const override { return spec_; }
   const ParamLayout& layout() const override { return layout_; }
 
@@ -443,6 +447,9 @@ class CudaInferBackend final : public InferBackend {
 
   const NetworkSpec& spec() const override { return spec_; }
   int slots() const override { return slots_; }
+  std::optional<AllocatorStats> memory_stats() const override {
+    return ctx_.memory_stats();
+  }
 
   void ResetSlot(int slot) override {
     if (slot < 0 || slot >= slots_)
