@@ -221,6 +221,45 @@ TEST(Constraints, CategoryTrieWithMarkers) {
   EXPECT_EQ(d.Allowed(), S({"<n>"}));  // last field: <n>, never <col2>
 }
 
+// When a field may end, the allowed separator takes the probability of every
+// end-of-field token (a wrong marker, <n> too early), summed at the sampling
+// temperature; when it may not end, that probability goes nowhere (masked).
+TEST(Constraints, SeparatorTakesEveryEndOfFieldProbability) {
+  auto tok = Train({{"x", "y", "z"}, {"xy", "z", "x"}}, "char", true);
+  ColumnRules rules = Rules({Text("a", false), Text("b", false), Text("c", false)});
+  for (double T : {1.0, 0.7}) {
+    Driver d(*tok, rules, ConstraintLevel::kStructure);
+    d.f->SetTemperature(T);
+    d.Begin();
+    d.Feed(tok->column_id(0));
+    d.FeedText("x");
+    std::vector<float>& lg = d.logits;
+    std::fill(lg.begin(), lg.end(), 0.0f);
+    const int32_t c0 = tok->column_id(0), c1 = tok->column_id(1), c2 = tok->column_id(2);
+    const int32_t end = tok->end_id();
+    lg[size_t(c0)] = 1.0f;   // wrong: the network lost count
+    lg[size_t(c1)] = -1.0f;  // the valid separator
+    lg[size_t(c2)] = 2.0f;   // wrong: skips a field
+    lg[size_t(end)] = 0.5f;  // wrong: ends the record after field 0
+    d.f->Mask(1, lg.data());
+    double want = 0;
+    for (float v : {1.0f, -1.0f, 2.0f, 0.5f}) want += std::exp(v / T);
+    EXPECT_NEAR(std::exp(lg[size_t(c1)] / T), want, 1e-4 * want) << "T=" << T;
+    EXPECT_TRUE(std::isinf(lg[size_t(c0)]) && std::isinf(lg[size_t(c2)]) &&
+                std::isinf(lg[size_t(end)]));
+    // Text tokens keep their logits.
+    std::vector<int32_t> x;
+    ASSERT_TRUE(tok->EncodeField("x", &x).ok());
+    EXPECT_EQ(lg[size_t(x[0])], 0.0f);
+  }
+  // A field that may not end yet (empty, not allowed): no separator at all.
+  Driver d(*tok, rules, ConstraintLevel::kStructure);
+  d.Begin();
+  d.Feed(tok->column_id(0));
+  EXPECT_FALSE(d.Allows(tok->column_id(1)));
+  EXPECT_FALSE(d.Allows(tok->end_id()));
+}
+
 TEST(Constraints, StructureLevelLeavesCategoriesFree) {
   auto tok = Train(CharRecords(), "char", false);
   ColumnRules rules = Rules({Category("internet", {"DSL", "No"}), Integer("n", 0, 9)});

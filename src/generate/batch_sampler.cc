@@ -24,6 +24,7 @@ BatchSampler::BatchSampler(const Tokenizer& tok, InferBackend& backend,
       V_(tok.vocab_size()) {
   DS_CHECK(backend.slots() >= 1);
   DS_CHECK(backend.spec().vocab_size == V_);
+  if (filter_) filter_->SetTemperature(opt_.temperature);
   int n = backend.slots();
   slots_.reserve(n);
   for (int i = 0; i < n; ++i) {

@@ -417,6 +417,7 @@ class Tables : public RecordConstraints {
   std::vector<ColumnPlan> cols_;
   std::vector<std::string> names_;
   std::vector<int32_t> specials_;  // every non-text id (masked in text fields but the separator)
+  std::vector<int32_t> ends_;      // every "end of field" id: <d>, <colK>, <n>
   std::vector<std::string> unenforced_;
 
   int32_t Separator(int field) const {
@@ -598,9 +599,12 @@ class ConstraintFilter : public TokenFilter {
     }
     const ColumnPlan& c = t.cols_[size_t(s.field)];
     const int32_t sep = Accepting(s, c) ? t.Separator(s.field) : -1;
+    // The separator takes the probability of every end-of-field token.
+    const float sep_logit = sep >= 0 ? EndOfFieldLogit(logits) : 0.0f;
     if (s.free || c.kind == FieldKind::kText) {
       for (int32_t id : t.specials_)
         if (id != sep) logits[id] = -INFINITY;
+      if (sep >= 0) logits[sep] = sep_logit;
       return;
     }
     allowed_.clear();
@@ -620,6 +624,11 @@ class ConstraintFilter : public TokenFilter {
       }
     }
     KeepOnly(logits, allowed_, sep);
+    if (sep >= 0) logits[sep] = sep_logit;
+  }
+
+  void SetTemperature(double temperature) override {
+    temperature_ = temperature > 1e-6 ? temperature : 1e-6;
   }
 
  private:
@@ -665,6 +674,23 @@ class ConstraintFilter : public TokenFilter {
     return s.num_on && NumAccepting(c.num, s.num);
   }
 
+  // The logit whose probability at the sampling temperature T is the sum of
+  // the end-of-field tokens' probabilities:
+  //   T * log sum_{e in ends} exp(logit_e / T).
+  // When a field may end, the network's wish to end it is honoured whichever
+  // separator it spelled: a wrong column marker (it lost count of the fields)
+  // or <n> in the middle of a record become the one valid separator, instead
+  // of being masked out and leaving the field to run on.
+  float EndOfFieldLogit(const float* logits) const {
+    const double inv_t = 1.0 / temperature_;
+    float mx = -INFINITY;
+    for (int32_t id : t_->ends_) mx = std::max(mx, logits[id]);
+    if (!std::isfinite(mx)) return mx;
+    double sum = 0;
+    for (int32_t id : t_->ends_) sum += std::exp(double(logits[id] - mx) * inv_t);
+    return float(double(mx) + temperature_ * std::log(sum));
+  }
+
   // logits[v] = -inf for every v but `ids` and `extra` (-1 = none).
   void KeepOnly(float* logits, const std::vector<int32_t>& ids, int32_t extra) {
     keep_.clear();
@@ -680,6 +706,7 @@ class ConstraintFilter : public TokenFilter {
   // Per column: number state -> allowed text ids (this filter's memo).
   std::vector<std::unordered_map<NumKey, std::vector<int32_t>, NumKeyHash>> cache_;
   std::vector<std::pair<int32_t, float>> keep_;  // scratch: kept logits
+  double temperature_ = 1.0;
 };
 
 }  // namespace
@@ -746,8 +773,13 @@ Result<std::shared_ptr<const RecordConstraints>> RecordConstraints::Build(const 
     return DS_ERR(kInvalidArgument,
                   "the tokenizer has neither a field delimiter nor column markers");
   }
-  for (int id = 0; id < t->V_; ++id)
-    if (tok.kind(id) != TokenKind::kText) t->specials_.push_back(id);
+  for (int id = 0; id < t->V_; ++id) {
+    const TokenKind kind = tok.kind(id);
+    if (kind != TokenKind::kText) t->specials_.push_back(id);
+    if (kind == TokenKind::kDelimiter || kind == TokenKind::kColumn ||
+        kind == TokenKind::kEndOfRecord)
+      t->ends_.push_back(id);
+  }
 
   const RuleChecks& chk = rules.checks();
   const bool values = level == ConstraintLevel::kValues;

@@ -13,7 +13,14 @@
 //   field separator: <col{k+1}> (markers) or <d> (no markers) ends field k <
 //          K-1; <n> ends field K-1 and the record. A separator is allowed
 //          only when the current field is complete (accepting); no other
-//          special token is ever allowed.
+//          special token is ever allowed. The allowed separator takes the
+//          probability of EVERY end-of-field token (<d>, any <colK>, <n>;
+//          summed at the sampling temperature): the network's choice to end
+//          the field is kept even when it spells the wrong marker (it lost
+//          count of repeated fields, e.g. telco's six "No internet service")
+//          or <n> too early. Masking those out instead leaves the field to
+//          run on into garbage. When the field cannot end yet, their
+//          probability goes to the allowed text tokens (renormalisation).
 //   field state by column kind:
 //     text      any text token; the field may end when it is non-empty, or
 //               empty and empty_allowed.

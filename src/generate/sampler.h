@@ -34,6 +34,9 @@ class TokenFilter {
   virtual void Begin(int slot) = 0;
   virtual void Accept(int slot, int32_t token) = 0;
   virtual void Mask(int slot, float* logits /*[V]*/) = 0;
+  // The sampling temperature the masked logits will be divided by (filters
+  // that move probability between tokens need it to do so exactly).
+  virtual void SetTemperature(double temperature) {}
 };
 
 }  // namespace ds
