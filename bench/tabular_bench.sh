@@ -24,6 +24,7 @@ DATASETS=${DATASETS:-"telco_churn lending_club ames"}
 INDEPENDENT=${INDEPENDENT:-"ames"}
 SEED=${SEED:-1}
 BIN=$BUILD/tabular_bench
+DS=$BUILD/datasynth
 [ -x "$BIN" ] || { echo "build first: $BIN missing" >&2; exit 2; }
 mkdir -p "$OUT"
 
@@ -61,16 +62,26 @@ run() {  # run NAME MODE CONDITION_COLUMNS
     --result "$dir/run_$mode.json" 2>"$dir/log_$mode.txt" || { tail -3 "$dir/log_$mode.txt" >&2; return 1; }
   python3 "$ROOT/bench/tabular_quality.py" "$dir/train.csv" "$dir/holdout.csv" \
     "$dir/synth_$mode.csv" "$dir/model_$mode/tabular.json" >"$dir/quality_$mode.json"
-  python3 - "$dir/run_$mode.json" "$dir/quality_$mode.json" "$name" "$mode" >>"$OUT/rows.md" <<'PY'
+  # The evaluate scorer (ANCHOR.md section 8), and its ceiling: the holdout rows.
+  "$DS" evaluate --real "$dir/train.csv" --synthetic "$dir/synth_$mode.csv" --holdout "$dir/holdout.csv" \
+    --json "$dir/eval_$mode.json" --report "$dir/report_$mode.html" >/dev/null 2>&1 || echo '{}' >"$dir/eval_$mode.json"
+  [ -s "$dir/eval_holdout.json" ] || "$DS" evaluate --real "$dir/train.csv" --synthetic "$dir/holdout.csv" \
+    --json "$dir/eval_holdout.json" >/dev/null 2>&1 || echo '{}' >"$dir/eval_holdout.json"
+  python3 - "$dir/run_$mode.json" "$dir/quality_$mode.json" "$name" "$mode" "$dir/eval_$mode.json" \
+    "$dir/eval_holdout.json" >>"$OUT/rows.md" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1])); q = json.load(open(sys.argv[2]))
+e = json.load(open(sys.argv[5])); h = json.load(open(sys.argv[6]))
 f = lambda v: "-" if v is None else "%.3f" % v
-print("| %s | %s | %d x %d | %d | %.0f s | %.0f s | %.1f%% | %.3f | %s | %s | %s | %.2f%% | %.2f%% |" % (
+def score(j):
+    s = j.get("quality", {}).get("overall")
+    return "-" if s is None else "%.1f" % s
+print("| %s | %s | %d x %d | %d | %.0f s | %.0f s | %.1f%% | %.3f | %s | %s | %s | %.2f%% | %.2f%% | %s | %s |" % (
     sys.argv[3], sys.argv[4], q["rows_train"], q["columns"], len(r["batches"]),
     r["train_seconds"], r["generate_seconds"], 100 * r["valid_share"], q["js_distance_mean"],
     f(q["correlation_diff_mean"]), f(q["correlation_diff_across_batches"]),
     f(q["correlation_diff_strong_across"]),
-    100 * q["exact_copy_share"], 100 * q["holdout_copy_share"]))
+    100 * q["exact_copy_share"], 100 * q["holdout_copy_share"], score(e), score(h)))
 PY
 }
 
@@ -83,7 +94,7 @@ done
 {
   echo "tabular bench: char tokenizer, ${LAYERS} x LSTM ${UNITS}, embedding ${EMBED}, up to ${EPOCHS} epochs (early stopping), $(nproc) cores"
   echo
-  echo "| data | batches | train rows x cols | n batches | train | generate | valid rows | JS dist (mean) | corr diff (all) | corr diff (across batches) | corr diff (strong pairs across) | synth copies | holdout copies |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "| data | batches | train rows x cols | n batches | train | generate | valid rows | JS dist (mean) | corr diff (all) | corr diff (across batches) | corr diff (strong pairs across) | synth copies | holdout copies | quality score | holdout score (ceiling) |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   cat "$OUT/rows.md"
 } | tee "$OUT/summary.md"
