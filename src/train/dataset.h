@@ -11,6 +11,7 @@
 // chunks (TensorFlow's Dataset.shuffle semantics).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -79,6 +80,10 @@ class RecordData {
   int64_t tokens() const { return int64_t(tokens_.size()); }
   int64_t truncated() const { return truncated_; }
   int max_steps() const { return max_steps_; }
+  // Training steps of record r (its tokens, truncated to max_steps).
+  int64_t length(int64_t r) const {
+    return std::min<int64_t>(offsets_[size_t(r) + 1] - offsets_[size_t(r)], max_steps_);
+  }
   // Poisson sampling: each record independently with probability q.
   std::vector<int64_t> PoissonSample(double q, Philox* rng) const;
   // Fills a batch with the given records (B = n, T = longest of them).

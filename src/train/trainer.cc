@@ -483,12 +483,21 @@ class TrainRun {
     std::vector<int64_t> ids;
     for (int64_t r = 0; r < recs_.records(); ++r)
       if (dp_.z[size_t(r)] < dp_.threshold) ids.push_back(r);
+    // Backend chunks: the sample sorted by length and cut into the fewest
+    // chunks of at most batch_size records, of nearly equal sizes, so that each
+    // chunk pads to a length close to its records' (the clipped sum does not
+    // depend on the grouping).
+    std::stable_sort(ids.begin(), ids.end(), [this](int64_t a, int64_t b) {
+      return recs_.length(a) > recs_.length(b);
+    });
     StepStats total;
     PerExampleClip clip;
     clip.l2_norm_clip = float(dp_.plan.l2_norm_clip);
     Batch batch;
-    for (size_t start = 0; start < ids.size(); start += size_t(cfg_.batch_size)) {
-      int n = int(std::min(ids.size() - start, size_t(cfg_.batch_size)));
+    const size_t chunks = (ids.size() + size_t(cfg_.batch_size) - 1) / size_t(cfg_.batch_size);
+    for (size_t k = 0, start = 0; k < chunks; ++k) {
+      const size_t end = ids.size() * (k + 1) / chunks;
+      int n = int(end - start);
       recs_.FillBatch(ids.data() + start, n, &batch);
       StepStats s = backend_->Step(batch, /*train=*/true, dropout_seed + start, &clip);
       total.loss_sum += s.loss_sum;
@@ -496,6 +505,7 @@ class TrainRun {
       total.count += s.count;
       backend_->GetGrads(dp_.chunk.data());
       for (size_t i = 0; i < P; ++i) dp_.acc[i] += dp_.chunk[i];
+      start = end;
     }
     dp_.noise->Add(dp_.acc.data(), P, dp_.plan.noise_stddev);
     const float inv = float(1.0 / dp_.plan.expected_batch_size);
