@@ -25,6 +25,18 @@ awk -F, 'NR>1 { if ($6 <= prev) bad=1; prev=$6 } END { exit bad }' "$TMP/dp/mode
   pass "epsilon grows every epoch" || fail "epsilon not increasing: $(cat "$TMP/dp/model_history.csv")"
 awk -F, -v n="$N" 'NR>1 && ($7 * n < 0.999 || $7 * n > 1.001) { bad=1 } END { exit bad }' "$TMP/dp/model_history.csv" &&
   pass "delta defaults to 1/n (n=$N)" || fail "delta: $(cat "$TMP/dp/model_history.csv")"
+# DP defaults fill only what the user did not set (here: the optimizer and its step).
+grep -q "dp: DP-SGD defaults for settings not given: optimizer adam, learning_rate 0.02" "$TMP/log" &&
+  pass "dp defaults announced" || fail "dp defaults line: $(grep 'dp:' "$TMP/log")"
+python3 - "$TMP/dp/model_params.json" <<'PY' && pass "explicit settings kept, dp defaults stored" || fail "dp config in model_params.json"
+import json, sys
+c = json.load(open(sys.argv[1]))
+want = {"batch_size": 32, "epochs": 5, "rnn_units": 32, "embedding_dim": 16, "optimizer": "adam",
+        "learning_rate": 0.02}
+bad = {k: (c.get(k), v) for k, v in want.items() if c.get(k) != v}
+print(bad or "ok")
+sys.exit(1 if bad else 0)
+PY
 "$DS" info --model-dir "$TMP/dp" > "$TMP/info" 2>&1
 grep -q "epsilon" "$TMP/info" && grep -q "one record" "$TMP/info" && pass "info shows epsilon and the unit" || fail "info: $(cat "$TMP/info")"
 grep -q '"categories"' "$TMP/dp/column_rules.json" && fail "dp model stores category sets" || pass "no category sets stored under dp"
