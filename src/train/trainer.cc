@@ -415,7 +415,7 @@ class TrainRun {
   // norm <= 1, and a privacy budget allows few steps, so: larger batches (less
   // noise per step), a smaller network (fewer noisy coordinates: P 0.29M
   // instead of 1.09M) and a larger Adam step (the few steps must count). On
-  // telco_churn at epsilon 10 the reference network's settings (batch 256
+  // telco_churn at epsilon 10, batch 256 records with Adam 0.005 (2 x 128)
   // records, Adam 0.005, 2 x 128) reached loss 2.20 and quality 23/100; these
   // reached loss 0.39 and 61/100 (docs/privacy.md).
   void ApplyDpDefaults(int64_t n) {
