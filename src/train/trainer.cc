@@ -416,7 +416,7 @@ class TrainRun {
   // noise per step), a smaller network (fewer noisy coordinates: P 0.29M
   // instead of 1.09M) and a larger Adam step (the few steps must count). On
   // telco_churn at epsilon 10, batch 256 records with Adam 0.005 (2 x 128)
-  // records, Adam 0.005, 2 x 128) reached loss 2.20 and quality 23/100; these
+  // reached loss 2.20 and quality 23/100; these
   // reached loss 0.39 and 61/100 (docs/privacy.md).
   void ApplyDpDefaults(int64_t n) {
     std::vector<std::string> set;
