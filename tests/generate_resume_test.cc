@@ -94,10 +94,8 @@ TEST_F(GenerateResume, SchedulerResumesEveryPositionCountMode) {
   ASSERT_TRUE(full.finished());
   ASSERT_GT(full.released_invalid(), 0);
   for (size_t k = 0; k < ref.size(); ++k) {
-    AttemptScheduler::Options ok = o;
-    ok.start = pos[k];
-    ASSERT_TRUE(AttemptScheduler::CheckStart(ok).ok()) << k;
-    AttemptScheduler resumed(ok);
+    ASSERT_TRUE(AttemptScheduler::CheckStart(o, pos[k]).ok()) << k;
+    AttemptScheduler resumed(o, pos[k]);
     EXPECT_EQ(resumed.position(), pos[k]);
     auto rest = Drain(resumed);
     ASSERT_EQ(rest.size(), ref.size() - k - 1) << k;
@@ -121,10 +119,8 @@ TEST_F(GenerateResume, SchedulerResumesEveryPositionPrefixMode) {
   bool mid_prefix = false;  // some position lies between tries of one prefix
   for (size_t k = 0; k < ref.size(); ++k) {
     mid_prefix |= pos[k].prefix_try > 0;
-    AttemptScheduler::Options ok = o;
-    ok.start = pos[k];
-    ASSERT_TRUE(AttemptScheduler::CheckStart(ok).ok()) << k;
-    AttemptScheduler resumed(ok);
+    ASSERT_TRUE(AttemptScheduler::CheckStart(o, pos[k]).ok()) << k;
+    AttemptScheduler resumed(o, pos[k]);
     auto rest = Drain(resumed);
     ASSERT_EQ(rest.size(), ref.size() - k - 1) << k;
     for (size_t i = 0; i < rest.size(); ++i) ASSERT_EQ(rest[i], ref[k + 1 + i]) << k << " " << i;
@@ -136,28 +132,25 @@ TEST_F(GenerateResume, SchedulerChecksStartAndInvalidBudget) {
   AttemptScheduler::Options o;
   o.target = 10;
   o.max_invalid = 5;
-  o.start = {7, 0, 5, 3};  // 5 valid + 3 invalid released: the next attempt is 8, not 7
-  EXPECT_EQ(AttemptScheduler::CheckStart(o).code(), Code::kInvalidInput);
-  o.start = {8, 0, 5, 3};
-  EXPECT_TRUE(AttemptScheduler::CheckStart(o).ok());
-  o.start = {14, 0, 11, 3};  // more valid than wanted
-  EXPECT_FALSE(AttemptScheduler::CheckStart(o).ok());
-  o.start = {9, 0, 3, 6};  // past max_invalid: fails at once (a higher budget resumes)
-  AttemptScheduler over(o);
+  using P = AttemptScheduler::Position;
+  // 5 valid + 3 invalid released: the next attempt is 8, not 7.
+  EXPECT_EQ(AttemptScheduler::CheckStart(o, P{7, 0, 5, 3}).code(), Code::kInvalidInput);
+  EXPECT_TRUE(AttemptScheduler::CheckStart(o, P{8, 0, 5, 3}).ok());
+  EXPECT_FALSE(AttemptScheduler::CheckStart(o, P{14, 0, 11, 3}).ok());  // more valid than wanted
+  EXPECT_FALSE(AttemptScheduler::CheckStart(o, P{8, 1, 5, 3}).ok());    // a try in count mode
+  // Past max_invalid: fails at once (a higher budget resumes).
+  AttemptScheduler over(o, P{9, 0, 3, 6});
   EXPECT_EQ(over.status().code(), Code::kResourceExhausted);
   o.max_invalid = 6;
-  AttemptScheduler ok(o);
+  AttemptScheduler ok(o, P{9, 0, 3, 6});
   EXPECT_TRUE(ok.status().ok());
-  o.start = {10, 0, 10, 0};  // already complete
-  EXPECT_TRUE(AttemptScheduler(o).finished());
+  EXPECT_TRUE(AttemptScheduler(o, P{10, 0, 10, 0}).finished());  // already complete
   AttemptScheduler::Options p;
   p.num_prefixes = 4;
-  p.start = {2, 1, 2, 1};
-  EXPECT_TRUE(AttemptScheduler::CheckStart(p).ok());
-  p.start = {2, 0, 3, 0};  // prefix 2 with 3 valid
-  EXPECT_FALSE(AttemptScheduler::CheckStart(p).ok());
-  p.start = {2, 2, 2, 1};  // try 2 with one invalid
-  EXPECT_FALSE(AttemptScheduler::CheckStart(p).ok());
+  EXPECT_TRUE(AttemptScheduler::CheckStart(p, P{2, 1, 2, 1}).ok());
+  EXPECT_FALSE(AttemptScheduler::CheckStart(p, P{2, 0, 3, 0}).ok());  // prefix 2 with 3 valid
+  EXPECT_FALSE(AttemptScheduler::CheckStart(p, P{2, 2, 2, 1}).ok());  // try 2, one invalid
+  EXPECT_FALSE(AttemptScheduler::CheckStart(p, P{5, 0, 5, 0}).ok());  // past the last prefix
 }
 
 // ---------------- progress file ----------------

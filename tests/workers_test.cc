@@ -70,6 +70,7 @@ RunOut DoRun(const GenerationModel& m, RunOptions o, const std::string& name,
   r.status = RunGeneration(m, o, ev, &r.summary);
   r.output = ReadAll(o.output);
   std::remove(o.output.c_str());
+  std::remove((o.output + ".progress.json").c_str());  // left by runs that stopped early
   return r;
 }
 

@@ -16,6 +16,7 @@ struct GenArgs {
   uint64_t seed = 0;
   SeedFlags seeds;
   bool resume = false;
+  double checkpoint_interval = 1.0;
   bool no_field_count = false, no_types = false, no_ranges = false, no_categories = false,
        no_empty = false;
 };
@@ -65,6 +66,7 @@ int RunGenerate(const GenArgs& a) {
   c.run.output = a.output;
   c.run.parallelism = a.parallelism;
   c.run.resume = a.resume;
+  c.run.checkpoint_interval_s = a.checkpoint_interval;
   c.run.gen.seed = a.seed;
   if (!a.start_string.empty()) c.run.gen.start_string = a.start_string;
   c.start_strings_file = a.start_strings;
@@ -102,7 +104,7 @@ int RunGenerate(const GenArgs& a) {
   Status s = GenerateFromModelDir(c, ev, &sum);
   line.Finish();
   double total = double(sum.valid + sum.invalid);
-  std::string resumed = sum.resumed_records > 0
+  std::string resumed = sum.resumed
                             ? fmt::format(" (resumed after {} valid records)", sum.resumed_valid)
                             : std::string();
   std::fprintf(stderr,
@@ -151,6 +153,10 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_flag("--resume", a.resume,
                 "continue an interrupted run of the same command (OUTPUT.partial or OUTPUT, "
                 "and OUTPUT.progress.json); without a progress file, start a new run");
+  cmd->add_option("--checkpoint-interval", a.checkpoint_interval,
+                  "seconds between updates of OUTPUT.progress.json (what --resume continues "
+                  "from) [default: 1]")
+      ->check(CLI::Range(0.0, 86400.0));
   cmd->add_option("--constrain", a.constrain,
                   "constrained decoding: structure | values | none | auto (values when the model "
                   "stores category sets or ranges, else structure) [default: auto]");

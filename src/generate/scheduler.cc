@@ -5,9 +5,11 @@
 
 namespace ds {
 
-AttemptScheduler::AttemptScheduler(const Options& options) : opt_(options) {
+AttemptScheduler::AttemptScheduler(const Options& options)
+    : AttemptScheduler(options, Position()) {}
+
+AttemptScheduler::AttemptScheduler(const Options& options, const Position& s) : opt_(options) {
   opt_.window = std::max<int64_t>(1, opt_.window);
-  const Position& s = opt_.start;
   valid_ = s.valid;
   invalid_ = s.invalid;
   if (opt_.num_prefixes > 0) {
@@ -29,8 +31,7 @@ AttemptScheduler::AttemptScheduler(const Options& options) : opt_(options) {
   if (!finished_ && invalid_ > opt_.max_invalid) CountInvalid();
 }
 
-Status AttemptScheduler::CheckStart(const Options& o) {
-  const Position& s = o.start;
+Status AttemptScheduler::CheckStart(const Options& o, const Position& s) {
   if (s.valid < 0 || s.invalid < 0)
     return DS_ERR(kInvalidInput, "negative record counts ({} valid, {} invalid)", s.valid,
                   s.invalid);

@@ -28,7 +28,7 @@
 // gives the same records, so nothing is lost or duplicated.
 //
 // Resuming (generate/resume.h): position() is the release cursor after the
-// records popped so far; a scheduler constructed with Options::start = that
+// records popped so far; a scheduler constructed with `start` = that
 // position releases exactly the records an uninterrupted run would have
 // released after them (count mode: attempts start.attempt, start.attempt+1,
 // ...; prefix mode: prefix start.attempt from its try start.prefix_try on,
@@ -62,9 +62,10 @@ class AttemptScheduler {
     int64_t num_prefixes = 0;   // > 0: prefix mode
     int64_t max_invalid = 1000;
     int64_t window = 256;  // outstanding attempts (count) / admitted prefixes (prefix)
-    Position start;        // resume here (see the file comment); default: the beginning
   };
   explicit AttemptScheduler(const Options& options);
+  // Resumes at `start` (see the file comment).
+  AttemptScheduler(const Options& options, const Position& start);
 
   // How many tasks Issue would hand out now.
   int64_t Available() const;
@@ -91,7 +92,7 @@ class AttemptScheduler {
   // is inconsistent): counts non-negative, count mode attempt == valid +
   // invalid and valid <= target, prefix mode attempt <= num_prefixes == valid
   // and prefix_try <= invalid.
-  static Status CheckStart(const Options& options);
+  static Status CheckStart(const Options& options, const Position& start);
 
   static uint64_t PrefixAttemptId(int64_t prefix, uint32_t attempt) {
     return (uint64_t(prefix) << 32) | attempt;

@@ -73,7 +73,7 @@ std::string FormatSummary(const GenerateSummary& s) {
   if (s.worker_failures) out += fmt::format(", {} died", s.worker_failures);
   out += ")";
   out += s.output.empty() ? " -> stdout" : " -> " + s.output;
-  if (s.resumed_records > 0) out += fmt::format(" (resumed after {} valid)", s.resumed_valid);
+  if (s.resumed) out += fmt::format(" (resumed after {} valid)", s.resumed_valid);
   if (!s.complete) out += " (incomplete)";
   return out;
 }
@@ -385,8 +385,7 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
                                      progress_path));
       } else {
         DS_RETURN_IF_ERROR(CompareResumeSettings(resume_from->settings, settings, progress_path));
-        plan.schedule.start = resume_from->position;
-        Status cs = AttemptScheduler::CheckStart(plan.schedule);
+        Status cs = AttemptScheduler::CheckStart(plan.schedule, resume_from->position);
         if (!cs.ok()) return DS_ERR(kCorrupt, "{}: {}", progress_path, cs.message());
       }
     } else if (events.warning &&
@@ -414,9 +413,11 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
   }
   summary->output = sink->is_stdout() ? "" : options.output;
   RecordWriter writer(options.format, model.header, model.delimiter, sink.get());
-  AttemptScheduler sched(plan.schedule);
+  AttemptScheduler sched(plan.schedule,
+                         resume_from ? resume_from->position : AttemptScheduler::Position{});
   if (resume_from) {
     writer.Continue(resume_from->records);
+    summary->resumed = true;
     summary->resumed_valid = resume_from->position.valid;
     summary->resumed_records = resume_from->records;
   }

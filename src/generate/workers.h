@@ -111,7 +111,9 @@ struct GenerateSummary {
   int worker_failures = 0;
   bool complete = false;  // every wanted record was produced
   std::string output;     // path written ("" for stdout)
-  // Resume: valid / all records already in the output when the run started.
+  // Resume: the run continued an interrupted one, which had written
+  // resumed_records records (resumed_valid valid ones).
+  bool resumed = false;
   int64_t resumed_valid = 0, resumed_records = 0;
   // Incomplete file output with a progress file: RunOptions::resume (the
   // CLI's --resume) can complete it.
