@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -513,6 +514,33 @@ TEST_F(GenerateResume, MismatchedSettingsAndFreshStarts) {
   // Standard output cannot be resumed.
   x.output = "-";
   EXPECT_EQ(DoRun(m, x).status.code(), Code::kInvalidArgument);
+}
+
+TEST_F(GenerateResume, DevicesAreWrittenDirectly) {
+  FakeTokenizer tok;
+  auto m = FakeGenerationModel(tok, {"x", "y", "z"});
+  RunOptions o = BaseOptions("/dev/null");
+  RunResult r = DoRun(m, o);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  struct stat st;
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/null was replaced";
+  EXPECT_FALSE(PathExists("/dev/null.partial"));
+  EXPECT_FALSE(PathExists("/dev/null.progress.json"));
+  o.resume = true;
+  r = DoRun(m, o);
+  EXPECT_EQ(r.status.code(), Code::kInvalidArgument);
+  EXPECT_NE(r.status.message().find("not a regular file"), std::string::npos);
+  // A full device: a clear write error.
+  o = BaseOptions("/dev/full");
+  r = DoRun(m, o);
+  EXPECT_EQ(r.status.code(), Code::kIo);
+  EXPECT_NE(r.status.message().find("/dev/full: write failed: No space left on device"),
+            std::string::npos)
+      << r.status.message();
+  EXPECT_EQ(r.summary.valid, 0);  // nothing reached the output
+  ASSERT_EQ(::stat("/dev/full", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
 }
 
 }  // namespace

@@ -68,13 +68,29 @@ Status OutputSink::OpenPartial(const std::string& data, bool truncate) {
   return Status::Ok();
 }
 
+bool OutputSink::IsResumable(const std::string& path) {
+  if (path.empty() || path == "-") return false;
+  struct stat st;
+  return ::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode);
+}
+
 Result<std::unique_ptr<OutputSink>> OutputSink::Open(const std::string& path) {
   std::unique_ptr<OutputSink> s(new OutputSink());
+  s->direct_ = true;
   if (path.empty() || path == "-") {
     s->fd_ = 1;
     return s;
   }
   DS_RETURN_IF_ERROR(CheckNotDirectory(path));
+  if (!IsResumable(path)) {
+    // A device, FIFO or socket (/dev/null, a named pipe): written directly;
+    // a partial file renamed onto it would replace it.
+    s->path_ = path;
+    s->fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (s->fd_ < 0) return DS_ERR(kIo, "{}: cannot open output: {}", path, strerror(errno));
+    return s;
+  }
+  s->direct_ = false;
   s->path_ = path;
   s->temp_ = PartialPath(path);
   DS_RETURN_IF_ERROR(s->OpenPartial(s->temp_, /*truncate=*/true));
@@ -86,6 +102,8 @@ Result<std::unique_ptr<OutputSink>> OutputSink::OpenForResume(const std::string&
   if (path.empty() || path == "-")
     return DS_ERR(kInvalidArgument, "resuming needs an output file, not standard output");
   DS_RETURN_IF_ERROR(CheckNotDirectory(path));
+  if (!IsResumable(path))
+    return DS_ERR(kInvalidArgument, "{}: not a regular file: it cannot be resumed", path);
   std::unique_ptr<OutputSink> s(new OutputSink());
   s->path_ = path;
   s->temp_ = PartialPath(path);
@@ -143,7 +161,7 @@ Status OutputSink::Flush() {
     if (w <= 0) {
       int e = errno;
       // Back to the last record boundary so the file stays well-formed.
-      if (fd_ != 1 && ::ftruncate(fd_, off_t(committed_)) == 0)
+      if (!direct_ && ::ftruncate(fd_, off_t(committed_)) == 0)
         (void)::lseek(fd_, off_t(committed_), SEEK_SET);
       error_ = DS_ERR(kIo, "{}: write failed: {}", path_.empty() ? "stdout" : path_,
                       strerror(w < 0 ? e : ENOSPC));
@@ -152,7 +170,7 @@ Status OutputSink::Flush() {
     }
     off += size_t(w);
   }
-  if (fd_ != 1) crc_ = Crc32(buf_.data(), buf_.size(), crc_);
+  if (!direct_) crc_ = Crc32(buf_.data(), buf_.size(), crc_);
   committed_ += buf_.size();
   buf_.clear();
   return Status::Ok();
@@ -160,7 +178,7 @@ Status OutputSink::Flush() {
 
 Status OutputSink::Sync() {
   DS_RETURN_IF_ERROR(Flush());
-  if (fd_ != 1 && ::fdatasync(fd_) != 0)
+  if (!direct_ && ::fdatasync(fd_) != 0)
     error_ = DS_ERR(kIo, "{}: fdatasync failed: {}", path_, strerror(errno));
   return error_;
 }
@@ -176,7 +194,12 @@ Status OutputSink::Finish() {
   if (done_) return error_;
   Status st = Flush();
   done_ = true;
-  if (fd_ == 1) return st;
+  if (direct_) {
+    if (fd_ > 2 && ::close(fd_) != 0 && st.ok())
+      st = DS_ERR(kIo, "{}: close failed: {}", path_, strerror(errno));
+    fd_ = -1;
+    return st;
+  }
   if (::fsync(fd_) != 0 && st.ok())
     st = DS_ERR(kIo, "{}: fsync failed: {}", path_, strerror(errno));
   if (::close(fd_) != 0 && st.ok())
@@ -202,9 +225,9 @@ void OutputSink::Abort() {
   if (done_) return;
   done_ = true;
   buf_.clear();
-  if (fd_ > 1) {
+  if (fd_ > 2) {
     ::close(fd_);
-    if (!resumed_) ::unlink(temp_.c_str());
+    if (!resumed_ && !direct_) ::unlink(temp_.c_str());
   }
   fd_ = -1;
 }

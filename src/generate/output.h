@@ -49,8 +49,9 @@ class OutputSink {
   OutputSink(const OutputSink&) = delete;
   OutputSink& operator=(const OutputSink&) = delete;
 
-  // `path` "" or "-" = standard output. A file output starts an empty
-  // `path.partial` (an existing one is overwritten).
+  // `path` "" or "-" = standard output; an existing device, FIFO or socket
+  // (/dev/null, a named pipe) is written directly too. A file output starts
+  // an empty `path.partial` (an existing one is overwritten).
   static Result<std::unique_ptr<OutputSink>> Open(const std::string& path);
   // Continues an earlier run's output: `path.partial`, or else `path` itself
   // (renamed to `path.partial`), must hold at least `bytes` bytes whose CRC-32
@@ -76,6 +77,9 @@ class OutputSink {
   const std::string& path() const { return path_; }
   const std::string& partial_path() const { return temp_; }
   bool is_stdout() const { return fd_ == 1; }
+  // False for outputs written directly (stdout, devices, FIFOs): no partial
+  // file, no progress file, no resume.
+  static bool IsResumable(const std::string& path);
   uint64_t bytes() const { return committed_ + buf_.size(); }
   uint64_t committed() const { return committed_; }  // bytes in the file (record boundary)
   uint32_t crc32() const { return crc_; }            // CRC-32 of the committed bytes
@@ -92,6 +96,7 @@ class OutputSink {
   uint32_t crc_ = 0;        // CRC-32 of those bytes
   bool done_ = false;
   bool resumed_ = false;  // continues an earlier run's file: Abort keeps it
+  bool direct_ = false;   // stdout or a device: no partial file
   Status error_;
 };
 

@@ -369,9 +369,12 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
   }
 
   // ---- output: a new one, or the continuation of an interrupted run ----
-  const bool to_file = !(options.output.empty() || options.output == "-");
+  const bool to_file = OutputSink::IsResumable(options.output);
   if (options.resume && !to_file)
-    return DS_ERR(kInvalidArgument, "resuming needs an output file, not standard output");
+    return DS_ERR(kInvalidArgument, "resuming needs an output file, not {}",
+                  options.output.empty() || options.output == "-"
+                      ? std::string("standard output")
+                      : options.output + " (not a regular file)");
   const std::string progress_path = to_file ? ProgressPath(options.output) : std::string();
   nlohmann::json settings;
   std::optional<GenerationCheckpoint> resume_from;
@@ -461,19 +464,29 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
 
   const int64_t resumed_tokens = resume_from ? resume_from->tokens : 0;
   int64_t tokens = resumed_tokens;
+  // What the output file holds: updated whenever the sink wrote its buffer
+  // (which always ends at the last record handed to it), so that after a
+  // write error (the sink truncates back to its last flush) the progress file
+  // and the summary describe exactly the records in the file.
+  GenerationCheckpoint flushed;
+  flushed.settings = settings;
+  if (resume_from) flushed = *resume_from;
+  auto note_flush = [&] {
+    if (!sink->error().ok() || sink->committed() == flushed.bytes) return;
+    flushed.position = sched.position();
+    flushed.bytes = sink->committed();
+    flushed.crc32 = sink->crc32();
+    flushed.records = writer.written();
+    flushed.tokens = tokens;
+  };
   // Checkpoint: the records written so far reach the disk, then the progress
   // file says so (generate/resume.h).
   auto checkpoint = [&]() -> Status {
     if (!to_file) return Status::Ok();
     DS_RETURN_IF_ERROR(sink->Sync());
-    GenerationCheckpoint cp;
-    cp.settings = settings;
-    cp.position = sched.position();
-    cp.bytes = sink->committed();
-    cp.crc32 = sink->crc32();
-    cp.records = writer.written();
-    cp.tokens = tokens;
-    return WriteCheckpoint(progress_path, cp);
+    note_flush();
+    flushed.tokens = tokens;
+    return WriteCheckpoint(progress_path, flushed);
   };
   Status st = resume_from ? Status::Ok() : writer.Begin();
   if (st.ok() && !resume_from) st = checkpoint();
@@ -641,6 +654,7 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
     // Release finished records in order.
     while (st.ok() && sched.Pop(&rec)) {
       st = writer.Write(rec);
+      if (st.ok()) note_flush();
     }
     if (st.ok() && kill_after_records >= 0 && writer.written() >= kill_after_records) {
       // Test hook: records past the last checkpoint reach the file, then the
@@ -664,10 +678,12 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
 
   ReapAll(workers);
   const bool complete = st.ok() && sched.finished();
-  if (to_file && !complete && sink->error().ok()) {
+  if (to_file && !complete) {
     // Stopped early: record how far the output is good, for a resumed run.
-    // (After a write error the last checkpoint stays: it is still right.)
-    Status cs = checkpoint();
+    // After a write error the file was truncated back to its last flush,
+    // which `flushed` describes (on a full disk this may fail too; the
+    // previous checkpoint then stays, and it is still right).
+    Status cs = sink->error().ok() ? checkpoint() : WriteCheckpoint(progress_path, flushed);
     if (st.ok()) st = cs;
   }
   Status fin = sink->Finish();
@@ -680,8 +696,9 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
       summary->resumable = PathExists(progress_path);
     }
   }
-  summary->valid = sched.released_valid();
-  summary->invalid = sched.released_invalid();
+  // After a write error, what the output holds; else every released record.
+  summary->valid = sink->error().ok() ? sched.released_valid() : flushed.position.valid;
+  summary->invalid = sink->error().ok() ? sched.released_invalid() : flushed.position.invalid;
   summary->tokens = tokens;
   summary->complete = sched.finished();
   summary->seconds = std::chrono::duration<double>(Clock::now() - t0).count();
