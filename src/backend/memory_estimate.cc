@@ -53,10 +53,10 @@ std::string CgroupDir() {
   return "/sys/fs/cgroup";
 }
 
-void Lower(HostMemory* m, uint64_t bytes, const char* why) {
-  if (bytes < m->available) {
-    m->available = bytes;
-    m->limited_by = why;
+void Lower(uint64_t* value, std::string* why, uint64_t bytes, const char* reason) {
+  if (bytes < *value) {
+    *value = bytes;
+    *why = reason;
   }
 }
 
@@ -70,19 +70,21 @@ uint64_t Saturate(double bytes) {
 HostMemory AvailableHostMemory() {
   HostMemory m;
   if (uint64_t avail = ProcKb("/proc/meminfo", "MemAvailable"); avail > 0)
-    Lower(&m, avail, "MemAvailable");
+    Lower(&m.available, &m.limited_by, avail, "MemAvailable");
   const std::string cg = CgroupDir();
   uint64_t max = 0, cur = 0;
   if (ReadNumber(cg + "/memory.max", &max) && ReadNumber(cg + "/memory.current", &cur))
-    Lower(&m, max > cur ? max - cur : 0, "the cgroup's memory.max");
+    Lower(&m.available, &m.limited_by, max > cur ? max - cur : 0, "the cgroup's memory.max");
   struct rlimit rl;
   if (::getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
     uint64_t used = ProcKb("/proc/self/status", "VmSize");
-    Lower(&m, rl.rlim_cur > used ? rl.rlim_cur - used : 0, "ulimit -v (RLIMIT_AS)");
+    Lower(&m.per_process, &m.process_limited_by, rl.rlim_cur > used ? rl.rlim_cur - used : 0,
+          "ulimit -v (RLIMIT_AS)");
   }
   if (::getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
     uint64_t used = ProcKb("/proc/self/status", "VmData");
-    Lower(&m, rl.rlim_cur > used ? rl.rlim_cur - used : 0, "ulimit -d (RLIMIT_DATA)");
+    Lower(&m.per_process, &m.process_limited_by, rl.rlim_cur > used ? rl.rlim_cur - used : 0,
+          "ulimit -d (RLIMIT_DATA)");
   }
   return m;
 }
@@ -117,15 +119,22 @@ uint64_t EstimateCpuInferBytes(const NetworkSpec& spec, int64_t slots) {
   return Saturate(4 * per_slot * double(slots));
 }
 
-Status CheckMemory(uint64_t need, const HostMemory& memory, const std::string& what,
-                   const std::string& hint) {
-  if (need <= memory.available) return Status::Ok();
+Status CheckMemory(uint64_t need, uint64_t per_process, const HostMemory& memory,
+                   const std::string& what, const std::string& hint) {
   auto show = [](uint64_t b) {
     return b >= (uint64_t(1) << 60) ? std::string("more than an EiB") : FormatBytes(size_t(b));
   };
-  return DS_ERR(kResourceExhausted,
-                "{} needs about {} of memory, more than the {} available ({}); {}", what,
-                show(need), show(memory.available), memory.limited_by, hint);
+  if (need > memory.available)
+    return DS_ERR(kResourceExhausted,
+                  "{} needs about {} of memory, more than the {} available ({}); {}", what,
+                  show(need), show(memory.available), memory.limited_by, hint);
+  if (per_process > memory.per_process)
+    return DS_ERR(kResourceExhausted,
+                  "{} needs about {} of memory{}, more than the {} a process may still use "
+                  "({}); {}",
+                  what, show(per_process), per_process < need ? " per process" : "",
+                  show(memory.per_process), memory.process_limited_by, hint);
+  return Status::Ok();
 }
 
 }  // namespace ds

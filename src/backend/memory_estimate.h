@@ -22,9 +22,10 @@
 // the libraries come on top); they are meant to catch shapes that are off by
 // orders of magnitude, not to budget tightly.
 //
-// Available memory: the smallest of MemAvailable (/proc/meminfo), the cgroup
-// v2 limit minus its usage (memory.max - memory.current of this process's
-// cgroup), and RLIMIT_AS / RLIMIT_DATA minus the current VmSize / VmData.
+// Available memory, per machine: the smaller of MemAvailable (/proc/meminfo)
+// and the cgroup v2 limit minus its usage (memory.max - memory.current of
+// this process's cgroup); per process: RLIMIT_AS / RLIMIT_DATA minus the
+// current VmSize / VmData.
 #pragma once
 
 #include <cstdint>
@@ -36,8 +37,10 @@
 namespace ds {
 
 struct HostMemory {
-  uint64_t available = UINT64_MAX;  // bytes this process may still allocate
-  std::string limited_by;           // "MemAvailable", "cgroup memory.max", "ulimit -v", ...
+  uint64_t available = UINT64_MAX;    // bytes all processes together may still allocate
+  std::string limited_by;             // "MemAvailable", "the cgroup's memory.max"
+  uint64_t per_process = UINT64_MAX;  // bytes one process may still allocate (ulimit)
+  std::string process_limited_by;     // "ulimit -v (RLIMIT_AS)", ...
 };
 HostMemory AvailableHostMemory();
 
@@ -46,11 +49,13 @@ uint64_t EstimateCpuTrainBytes(const NetworkSpec& spec, int64_t max_batch, int64
                                int threads);
 uint64_t EstimateCpuInferBytes(const NetworkSpec& spec, int64_t slots);
 
-// kResourceExhausted when `need` exceeds `memory.available` (sizes printed by
-// FormatBytes, backend/device_allocator.h):
-//   "<what> needs about 137.40 GiB of memory, more than the 20.1 GiB available
-//    (MemAvailable); <hint>"
-Status CheckMemory(uint64_t need, const HostMemory& memory, const std::string& what,
-                   const std::string& hint);
+// kResourceExhausted when `need` (all processes together) exceeds
+// `memory.available`, or `per_process` (the largest process) exceeds
+// `memory.per_process` (sizes printed by FormatBytes,
+// backend/device_allocator.h):
+//   "<what> needs about 137.40 GiB of memory, more than the 20.10 GiB
+//    available (MemAvailable); <hint>"
+Status CheckMemory(uint64_t need, uint64_t per_process, const HostMemory& memory,
+                   const std::string& what, const std::string& hint);
 
 }  // namespace ds

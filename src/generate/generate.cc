@@ -90,7 +90,7 @@ Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& ev
     const int64_t n = std::max<int64_t>(1, std::min<int64_t>(*workers, wanted));
     const uint64_t per_worker = EstimateCpuInferBytes(model->meta.spec, g.predict_batch_size);
     DS_RETURN_IF_ERROR(CheckMemory(
-        per_worker > UINT64_MAX / uint64_t(n) ? UINT64_MAX : per_worker * uint64_t(n),
+        per_worker > UINT64_MAX / uint64_t(n) ? UINT64_MAX : per_worker * uint64_t(n), per_worker,
         AvailableHostMemory(),
         fmt::format("generation with {} worker{} of {} records side by side (vocabulary {}, {} x "
                     "LSTM {})",

@@ -400,8 +400,9 @@ class TrainRun {
                       "batch_size {} x {} steps = {} rows per batch, more than the CPU backend's "
                       "limit of {}; reduce batch_size or seq_length",
                       max_batch, max_steps, rows, std::numeric_limits<int>::max());
+      const uint64_t need = EstimateCpuTrainBytes(spec_, max_batch, max_steps, threads_);
       DS_RETURN_IF_ERROR(CheckMemory(
-          EstimateCpuTrainBytes(spec_, max_batch, max_steps, threads_), AvailableHostMemory(),
+          need, need, AvailableHostMemory(),
           fmt::format("training this network (vocabulary {}, embedding {}, {} x LSTM {}, batch "
                       "{} x {} steps)",
                       spec_.vocab_size, spec_.embedding_dim, spec_.num_layers, spec_.rnn_units,
