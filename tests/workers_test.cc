@@ -124,6 +124,7 @@ TEST(Workers, SameSeedSameBytesWhateverTheParallelism) {
     ASSERT_TRUE(more.ok());
     if (!*more) break;
     nlohmann::json j;
+    j["id"] = rec.id;
     j["valid"] = rec.valid;
     j["text"] = rec.text;
     j["explain"] = rec.explain;

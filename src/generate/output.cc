@@ -260,6 +260,7 @@ Status RecordWriter::Write(const GeneratedRecord& r) {
       break;
     case OutputFormat::kJsonl: {
       nlohmann::json j;
+      j["id"] = r.id;  // the attempt index (Philox stream): unique, in output order
       j["valid"] = r.valid;
       j["text"] = r.text;
       j["explain"] = r.explain;

@@ -10,8 +10,12 @@
 //   text   one line per VALID record: the fields joined by the delimiter, as
 //          sampled (no quoting); the reference's "text" of a record.
 //   jsonl  one JSON object per record, valid AND invalid, in output order:
-//          {"valid": bool, "text": str, "explain": str, "fields": [str...]}
+//          {"id": n, "valid": bool, "text": str, "explain": str, "fields": [str...]}
 //          ("fields" only for delimited data; invalid UTF-8 is replaced).
+//          "id" is the record's attempt index (its Philox stream, see
+//          generate/scheduler.h): 0, 1, 2, ... in a count run (so a gap or a
+//          repeat would show a lost or duplicated record); (i << 32) | try
+//          with start strings.
 //
 // OutputSink writes a file `out` through `out.partial` in the same directory
 // (PartialPath, generate/resume.h), renamed onto the final name by Finish();
