@@ -95,7 +95,7 @@ cmp -s "$TMP/x.csv" "$TMP/full.csv" && [ ! -e "$TMP/x.csv.partial" ] && [ ! -e "
   pass "new run overwrites it" || fail "new run over a partial"
 
 # --- a real kill -9 at an arbitrary moment ---
-BIG=("${OPTS[@]}" --num-lines 20000 --seed 9)
+BIG=("${OPTS[@]}" --num-lines 8000 --seed 9)
 "$DS" "${BIG[@]}" --output "$TMP/bigfull.csv" 2>/dev/null || fail "big uninterrupted run"
 for i in 1 2; do
   rm -f "$TMP/big.csv"*

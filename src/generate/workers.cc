@@ -471,8 +471,11 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
   GenerationCheckpoint flushed;
   flushed.settings = settings;
   if (resume_from) flushed = *resume_from;
-  auto note_flush = [&] {
-    if (!sink->error().ok() || sink->committed() == flushed.bytes) return;
+  // `force`: the buffer was just written out (Sync), so the position covers
+  // every released record even if the last ones wrote nothing (invalid
+  // records in csv/text).
+  auto note_flush = [&](bool force) {
+    if (!sink->error().ok() || (!force && sink->committed() == flushed.bytes)) return;
     flushed.position = sched.position();
     flushed.bytes = sink->committed();
     flushed.crc32 = sink->crc32();
@@ -484,7 +487,7 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
   auto checkpoint = [&]() -> Status {
     if (!to_file) return Status::Ok();
     DS_RETURN_IF_ERROR(sink->Sync());
-    note_flush();
+    note_flush(/*force=*/true);
     flushed.tokens = tokens;
     return WriteCheckpoint(progress_path, flushed);
   };
@@ -654,7 +657,7 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
     // Release finished records in order.
     while (st.ok() && sched.Pop(&rec)) {
       st = writer.Write(rec);
-      if (st.ok()) note_flush();
+      if (st.ok()) note_flush(/*force=*/false);
     }
     if (st.ok() && kill_after_records >= 0 && writer.written() >= kill_after_records) {
       // Test hook: records past the last checkpoint reach the file, then the
