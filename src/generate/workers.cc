@@ -354,7 +354,6 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
   workers_n = int(std::max<int64_t>(1, std::min<int64_t>(workers_n, wanted)));
   const int64_t per_worker = 2 * int64_t(slots);
   DS_ASSIGN_OR_RETURN(RunPlan plan, PlanRun(model, go, ReleaseWindow(slots, workers_n)));
-
   if (go.filter)
     return DS_ERR(kInvalidArgument, "token filters run in-process only (RecordGenerator)");
   int64_t kill_after = options.test_kill_worker_after;
