@@ -521,6 +521,7 @@ TEST(Output, JsonlCarriesValidAndExplain) {
   r.fields = {"x\"y", "1"};
   r.text = "x\"y,1";
   ASSERT_TRUE(w.Write(r).ok());
+  r.id = 7;
   r.valid = false;
   r.fields = {"z"};
   r.text = "z";
@@ -536,7 +537,9 @@ TEST(Output, JsonlCarriesValidAndExplain) {
   EXPECT_EQ(js[0]["text"], "x\"y,1");
   EXPECT_EQ(js[0]["fields"], nlohmann::json::array({"x\"y", "1"}));
   EXPECT_EQ(js[0]["explain"], "");
+  EXPECT_EQ(js[0]["id"], 0);
   EXPECT_EQ(js[1]["valid"], false);
+  EXPECT_EQ(js[1]["id"], 7);
   EXPECT_EQ(js[1]["explain"], "expected 2 fields, got 1");
   std::remove(path.c_str());
 }

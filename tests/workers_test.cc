@@ -70,6 +70,7 @@ RunOut DoRun(const GenerationModel& m, RunOptions o, const std::string& name,
   r.status = RunGeneration(m, o, ev, &r.summary);
   r.output = ReadAll(o.output);
   std::remove(o.output.c_str());
+  std::remove((o.output + ".progress.json").c_str());  // left by runs that stopped early
   return r;
 }
 
@@ -123,6 +124,7 @@ TEST(Workers, SameSeedSameBytesWhateverTheParallelism) {
     ASSERT_TRUE(more.ok());
     if (!*more) break;
     nlohmann::json j;
+    j["id"] = rec.id;
     j["valid"] = rec.valid;
     j["text"] = rec.text;
     j["explain"] = rec.explain;

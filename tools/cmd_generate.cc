@@ -16,11 +16,17 @@ struct GenArgs {
   int predict_batch_size = -1;
   uint64_t seed = 0;
   SeedFlags seeds;
+  bool resume = false;
+  double checkpoint_interval = 1.0;
   bool no_field_count = false, no_types = false, no_ranges = false, no_categories = false,
        no_empty = false;
 };
 
 int RunTabularGenerate(const GenArgs& a) {
+  if (a.resume)
+    return Fail(DS_ERR(kInvalidArgument,
+                       "--resume is not supported for tabular models (their batches are "
+                       "generated into temporary files); run the command again without it"));
   TabularGenerateOptions o;
   o.model_dir = a.model_dir;
   o.output = a.output;
@@ -47,9 +53,9 @@ int RunTabularGenerate(const GenArgs& a) {
   Status s = GenerateTabular(o, &obs, &sum);
   if (s.ok() || sum.rows > 0)
     std::fprintf(stderr, "%s %lld rows (%lld invalid rows regenerated) in %s%s%s\n",
-               s.ok() ? "generated" : "stopped after", (long long)sum.rows, (long long)sum.invalid,
-               FormatDuration(sum.seconds).c_str(), sum.output.empty() ? "" : ", written to ",
-               sum.output.c_str());
+                 s.ok() ? "generated" : "stopped after", (long long)sum.rows,
+                 (long long)sum.invalid, FormatDuration(sum.seconds).c_str(),
+                 sum.output.empty() ? "" : ", written to ", sum.output.c_str());
   return s.ok() ? 0 : Fail(s);
 }
 
@@ -63,6 +69,8 @@ int RunGenerate(const GenArgs& a) {
   c.model_dir = a.model_dir;
   c.run.output = a.output;
   c.run.parallelism = a.parallelism;
+  c.run.resume = a.resume;
+  c.run.checkpoint_interval_s = a.checkpoint_interval;
   c.run.gen.seed = a.seed;
   if (!a.start_string.empty()) c.run.gen.start_string = a.start_string;
   c.start_strings_file = a.start_strings;
@@ -104,20 +112,26 @@ int RunGenerate(const GenArgs& a) {
   line.Finish();
   double total = double(sum.valid + sum.invalid);
   if (!s.ok() && sum.workers == 0 && total == 0) return Fail(s);  // failed before generating
+  std::string resumed = sum.resumed
+                            ? fmt::format(" (resumed after {} valid records)", sum.resumed_valid)
+                            : std::string();
   std::fprintf(stderr,
                "%s %lld valid records (%lld invalid, %.1f%% valid) in %s with %d worker%s, "
-               "%.0f records/s%s%s\n",
-               s.ok() ? "generated" : "stopped after", (long long)sum.valid,
-               (long long)sum.invalid, total > 0 ? 100.0 * double(sum.valid) / total : 100.0,
+               "%.0f records/s%s%s%s\n",
+               s.ok() ? "generated" : "stopped after", (long long)sum.valid, (long long)sum.invalid,
+               total > 0 ? 100.0 * double(sum.valid) / total : 100.0,
                FormatDuration(sum.seconds).c_str(), sum.workers, sum.workers == 1 ? "" : "s",
-               sum.seconds > 0 ? double(sum.valid) / sum.seconds : 0.0,
-               sum.output.empty() ? "" : ", written to ", sum.output.c_str());
+               sum.seconds > 0 ? double(sum.valid - sum.resumed_valid) / sum.seconds : 0.0,
+               sum.output.empty() ? "" : ", written to ", sum.output.c_str(), resumed.c_str());
   if (std::string mem = FormatWorkerMemory(sum); !mem.empty()) {
     std::fprintf(stderr, "%s\n", mem.c_str());
     if (g_verbose)
       for (size_t i = 0; i < sum.worker_memory.size(); ++i)
         std::fprintf(stderr, "  worker %zu: %s\n", i, sum.worker_memory[i].ToString().c_str());
   }
+  if (!s.ok() && sum.resumable)
+    std::fprintf(stderr,
+                 "the output so far is kept; run the same command with --resume to complete it\n");
   if (sum.worker_failures > 0)
     std::fprintf(stderr, "%d worker failure%s recovered (their chunks were redone)\n",
                  sum.worker_failures, sum.worker_failures == 1 ? "" : "s");
@@ -137,8 +151,10 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_option("--format", a.format, "csv | text | jsonl [default: csv for tables, else text]");
   cmd->add_option("--parallelism,-p", a.parallelism,
                   "worker processes: 0 = all CPUs, n, -x = CPUs - x, 0.5 = half [default: 0]");
-  cmd->add_option("--seed", a.seed, "random seed: the same seed gives the same output [default: 0]");
-  cmd->add_option("--gen-temp,--gen_temp", a.gen_temp, "sampling temperature [default: the model's]");
+  cmd->add_option("--seed", a.seed,
+                  "random seed: the same seed gives the same output [default: 0]");
+  cmd->add_option("--gen-temp,--gen_temp", a.gen_temp,
+                  "sampling temperature [default: the model's]");
   cmd->add_option("--gen-chars,--gen_chars", a.gen_chars, "max characters per record, 0 = none");
   cmd->add_option("--predict-batch-size,--predict_batch_size", a.predict_batch_size,
                   "records in flight per worker [default: the model's]");
@@ -148,6 +164,13 @@ void AddGenerateCommand(CLI::App& app) {
                   "prefix of every record; with a delimiter it must end with it ('Adelie,')");
   cmd->add_option("--start-strings", a.start_strings,
                   "file of prefixes, one per line: one valid record per prefix, in order");
+  cmd->add_flag("--resume", a.resume,
+                "continue an interrupted run of the same command (OUTPUT.partial or OUTPUT, "
+                "and OUTPUT.progress.json); without a progress file, start a new run");
+  cmd->add_option("--checkpoint-interval", a.checkpoint_interval,
+                  "seconds between updates of OUTPUT.progress.json (what --resume continues "
+                  "from) [default: 1]")
+      ->check(CLI::Range(0.0, 86400.0));
   cmd->add_option("--constrain", a.constrain,
                   "constrained decoding: structure | values | none | auto (values when the model "
                   "stores category sets or ranges, else structure) [default: auto]");
@@ -164,10 +187,12 @@ void AddGenerateCommand(CLI::App& app) {
                   "of the free memory]")
       ->group("Device");
   a.seeds.Add(cmd);
-  cmd->add_flag("--no-field-count", a.no_field_count, "do not check the field count")->group("Validation");
+  cmd->add_flag("--no-field-count", a.no_field_count, "do not check the field count")
+      ->group("Validation");
   cmd->add_flag("--no-types", a.no_types, "do not check learned column types")->group("Validation");
   cmd->add_flag("--no-ranges", a.no_ranges, "do not check numeric min/max")->group("Validation");
-  cmd->add_flag("--no-categories", a.no_categories, "do not check category sets")->group("Validation");
+  cmd->add_flag("--no-categories", a.no_categories, "do not check category sets")
+      ->group("Validation");
   cmd->add_flag("--no-empty-check", a.no_empty, "do not check empty fields")->group("Validation");
   cmd->callback([] { throw CLI::RuntimeError(RunGenerate(a)); });
 }

@@ -1,9 +1,15 @@
 // datasynth: synthetic records from an LSTM trained on your records.
+#include <signal.h>
+
 #include <cstdio>
 
 #include "cli.h"
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) makes write() fail with EFBIG, reported
+  // like a full disk, instead of killing the process with SIGXFSZ half-way
+  // through a file.
+  ::signal(SIGXFSZ, SIG_IGN);
   CLI::App app("datasynth " DS_VERSION ": train an LSTM on records and generate synthetic ones");
   app.require_subcommand(1);
   app.add_flag("--verbose,-v", ds::cli::g_verbose, "more detail (error locations, statistics)");

@@ -2,12 +2,14 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "backend/backend.h"
 #ifdef DS_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif
+#include "backend/memory_estimate.h"
 
 namespace ds {
 
@@ -31,8 +33,7 @@ Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks
     }
     g.rules->set_checks(checks);
     if (ResolveConstraintLevel(constrain, *g.rules) != ConstraintLevel::kNone) {
-      DS_ASSIGN_OR_RETURN(auto tables,
-                          RecordConstraints::Build(*g.tokenizer, *g.rules, constrain));
+      DS_ASSIGN_OR_RETURN(auto tables, RecordConstraints::Build(*g.tokenizer, *g.rules, constrain));
       g.make_filter = [tables](int slots) -> Result<std::unique_ptr<TokenFilter>> {
         return NewConstraintFilter(tables, slots);
       };
@@ -139,6 +140,29 @@ Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& ev
     g.prefixes_source = cmd.start_strings_file;
   }
   run.format = cmd.format.value_or(gm.delimiter ? OutputFormat::kCsv : OutputFormat::kText);
+  // Worker memory: a clear error now rather than workers dying of bad_alloc
+  // or the OOM killer (backend/memory_estimate.h).
+  if (auto workers = ResolveParallelism(run.parallelism, AvailableCpus()); workers.ok()) {
+    const int64_t wanted = g.prefixes.empty() ? g.num_lines : int64_t(g.prefixes.size());
+    const int64_t n = std::max<int64_t>(1, std::min<int64_t>(*workers, wanted));
+    const uint64_t per_worker = EstimateCpuInferBytes(model->meta.spec, g.predict_batch_size);
+    DS_RETURN_IF_ERROR(CheckMemory(
+        per_worker > UINT64_MAX / uint64_t(n) ? UINT64_MAX : per_worker * uint64_t(n), per_worker,
+        AvailableHostMemory(),
+        fmt::format("generation with {} worker{} of {} records side by side (vocabulary {}, {} x "
+                    "LSTM {})",
+                    n, n == 1 ? "" : "s", g.predict_batch_size, model->meta.spec.vocab_size,
+                    model->meta.spec.num_layers, model->meta.spec.rnn_units),
+        "reduce predict_batch_size or parallelism"));
+  }
+  // What else the records depend on, for --resume (generate/resume.h).
+  run.resume_settings["model_weights_crc32"] = model->meta.weights_crc;
+  run.resume_settings["checks"] = {{"field_count", cmd.checks.field_count},
+                                   {"empty", cmd.checks.empty},
+                                   {"type", cmd.checks.type},
+                                   {"range", cmd.checks.range},
+                                   {"category", cmd.checks.category}};
+  run.resume_settings["constrain"] = ConstraintLevelName(cmd.constrain);
   if (!c.reset_states && events.warning)
     events.warning(
         "reset_states = false is ignored: every record starts from a reset state, which is what "

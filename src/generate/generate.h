@@ -68,17 +68,20 @@ Result<std::vector<std::string>> ReadStartStrings(const std::string& path);
 // run.gen's num_lines, temperature, gen_chars, predict_batch_size and
 // max_invalid are replaced by the optional fields below (or the model's
 // values): set those, not run.gen's.
+// run.resume continues an interrupted run of run.output (generate/resume.h):
+// the model's weights checksum, the rule checks and the constraint level must
+// match too.
 struct GenerateCommand {
   std::string model_dir;
-  RunOptions run;  // output, parallelism, cancel; run.gen.seed / start_string / prefixes
+  RunOptions run;  // output, parallelism, cancel, resume; run.gen.seed / start_string / prefixes
   std::optional<OutputFormat> format;  // default: csv for delimited models, text otherwise
   std::optional<int64_t> num_lines;    // default: gen_lines of the model
   std::optional<double> gen_temp;
   std::optional<int64_t> gen_chars;
   std::optional<int> predict_batch_size;
   std::optional<int64_t> max_invalid;
-  std::string start_strings_file;  // one valid record per line of this file
-  RuleChecks checks;               // validation switches
+  std::string start_strings_file;                      // one valid record per line of this file
+  RuleChecks checks;                                   // validation switches
   ConstraintLevel constrain = ConstraintLevel::kAuto;  // --constrain (constrained decoding)
   std::string device = "auto";        // auto | cpu | cuda (ResolveInferDevice)
   std::string gpu_memory = "grow";    // grow | preallocate

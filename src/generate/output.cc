@@ -3,12 +3,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "generate/resume.h"
 #include "io/csv.h"
+#include "model/tensor_file.h"
 
 namespace ds {
 
@@ -36,31 +40,111 @@ const char* OutputFormatName(OutputFormat f) {
 namespace {
 constexpr size_t kFlushBytes = 1 << 20;
 
-std::string DirOf(const std::string& path) {
-  size_t p = path.rfind('/');
-  if (p == std::string::npos) return ".";
-  if (p == 0) return "/";
-  return path.substr(0, p);
-}
-std::string BaseOf(const std::string& path) {
-  size_t p = path.rfind('/');
-  return p == std::string::npos ? path : path.substr(p + 1);
+}  // namespace
+
+namespace {
+Status CheckNotDirectory(const std::string& path) {
+  struct stat st;
+  if (path.back() == '/' || (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
+    return DS_ERR(kInvalidArgument, "{}: the output is a directory; give a file name", path);
+  return Status::Ok();
 }
 }  // namespace
 
+Status OutputSink::OpenPartial(const std::string& data, bool truncate) {
+  fd_ = ::open(data.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd_ < 0) return DS_ERR(kIo, "{}: cannot create output {}: {}", path_, data, strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    ::close(fd_);
+    fd_ = -1;
+    done_ = true;  // not ours: never remove it
+    if (e == EWOULDBLOCK)
+      return DS_ERR(kIo, "{}: another process is writing this output ({} is locked)", path_, data);
+    return DS_ERR(kIo, "{}: cannot lock {}: {}", path_, data, strerror(e));
+  }
+  if (truncate && ::ftruncate(fd_, 0) != 0)
+    return DS_ERR(kIo, "{}: cannot truncate {}: {}", path_, data, strerror(errno));
+  return Status::Ok();
+}
+
+bool OutputSink::IsResumable(const std::string& path) {
+  if (path.empty() || path == "-") return false;
+  struct stat st;
+  return ::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode);
+}
+
 Result<std::unique_ptr<OutputSink>> OutputSink::Open(const std::string& path) {
   std::unique_ptr<OutputSink> s(new OutputSink());
+  s->direct_ = true;
   if (path.empty() || path == "-") {
     s->fd_ = 1;
     return s;
   }
-  struct stat st;
-  if (path.back() == '/' || (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
-    return DS_ERR(kInvalidArgument, "{}: the output is a directory; give a file name", path);
+  DS_RETURN_IF_ERROR(CheckNotDirectory(path));
+  if (!IsResumable(path)) {
+    // A device, FIFO or socket (/dev/null, a named pipe): written directly;
+    // a partial file renamed onto it would replace it.
+    s->path_ = path;
+    s->fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (s->fd_ < 0) return DS_ERR(kIo, "{}: cannot open output: {}", path, strerror(errno));
+    return s;
+  }
+  s->direct_ = false;
   s->path_ = path;
-  s->temp_ = DirOf(path) + "/." + BaseOf(path) + ".tmp." + std::to_string(getpid());
-  s->fd_ = ::open(s->temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (s->fd_ < 0) return DS_ERR(kIo, "{}: cannot create output: {}", path, strerror(errno));
+  s->temp_ = PartialPath(path);
+  DS_RETURN_IF_ERROR(s->OpenPartial(s->temp_, /*truncate=*/true));
+  return s;
+}
+
+Result<std::unique_ptr<OutputSink>> OutputSink::OpenForResume(const std::string& path,
+                                                              uint64_t bytes, uint32_t crc) {
+  if (path.empty() || path == "-")
+    return DS_ERR(kInvalidArgument, "resuming needs an output file, not standard output");
+  DS_RETURN_IF_ERROR(CheckNotDirectory(path));
+  if (!IsResumable(path))
+    return DS_ERR(kInvalidArgument, "{}: not a regular file: it cannot be resumed", path);
+  std::unique_ptr<OutputSink> s(new OutputSink());
+  s->path_ = path;
+  s->temp_ = PartialPath(path);
+  s->resumed_ = true;
+  struct stat st;
+  // The partial file; or the final name, after a run that stopped with an
+  // error (its truncated output was renamed into place).
+  const bool in_place = ::stat(s->temp_.c_str(), &st) != 0 && ::stat(path.c_str(), &st) == 0;
+  const std::string data = in_place ? path : s->temp_;
+  if (!in_place && ::stat(data.c_str(), &st) != 0)
+    return DS_ERR(kNotFound, "{}: nothing to resume: neither {} nor {} exists", path, s->temp_,
+                  path);
+  DS_RETURN_IF_ERROR(s->OpenPartial(data, /*truncate=*/false));
+  if (::fstat(s->fd_, &st) != 0) return DS_ERR(kIo, "{}: cannot stat: {}", data, strerror(errno));
+  if (uint64_t(st.st_size) < bytes)
+    return DS_ERR(kCorrupt,
+                  "{}: {} bytes, fewer than the {} its progress file records (the file was "
+                  "changed, or a system crash lost data); start again without --resume",
+                  data, st.st_size, bytes);
+  // Verify the kept bytes: they must be exactly what the checkpoint saw.
+  std::string chunk(1 << 20, '\0');
+  uint32_t got = 0;
+  for (uint64_t off = 0; off < bytes;) {
+    size_t n = size_t(std::min<uint64_t>(chunk.size(), bytes - off));
+    ssize_t r = ::pread(s->fd_, chunk.data(), n, off_t(off));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return DS_ERR(kIo, "{}: read failed: {}", data, strerror(r < 0 ? errno : EIO));
+    got = Crc32(chunk.data(), size_t(r), got);
+    off += uint64_t(r);
+  }
+  if (got != crc)
+    return DS_ERR(kCorrupt,
+                  "{}: its first {} bytes do not match the checksum of its progress file (the "
+                  "file was changed); start again without --resume",
+                  data, bytes);
+  if (::ftruncate(s->fd_, off_t(bytes)) != 0 || ::lseek(s->fd_, off_t(bytes), SEEK_SET) < 0)
+    return DS_ERR(kIo, "{}: cannot truncate to {} bytes: {}", data, bytes, strerror(errno));
+  if (in_place && ::rename(path.c_str(), s->temp_.c_str()) != 0)
+    return DS_ERR(kIo, "{}: cannot rename to {}: {}", path, s->temp_, strerror(errno));
+  s->committed_ = bytes;
+  s->crc_ = crc;
   return s;
 }
 
@@ -77,7 +161,7 @@ Status OutputSink::Flush() {
     if (w <= 0) {
       int e = errno;
       // Back to the last record boundary so the file stays well-formed.
-      if (fd_ != 1 && ::ftruncate(fd_, off_t(committed_)) == 0)
+      if (!direct_ && ::ftruncate(fd_, off_t(committed_)) == 0)
         (void)::lseek(fd_, off_t(committed_), SEEK_SET);
       error_ = DS_ERR(kIo, "{}: write failed: {}", path_.empty() ? "stdout" : path_,
                       strerror(w < 0 ? e : ENOSPC));
@@ -86,9 +170,17 @@ Status OutputSink::Flush() {
     }
     off += size_t(w);
   }
+  if (!direct_) crc_ = Crc32(buf_.data(), buf_.size(), crc_);
   committed_ += buf_.size();
   buf_.clear();
   return Status::Ok();
+}
+
+Status OutputSink::Sync() {
+  DS_RETURN_IF_ERROR(Flush());
+  if (!direct_ && ::fdatasync(fd_) != 0)
+    error_ = DS_ERR(kIo, "{}: fdatasync failed: {}", path_, strerror(errno));
+  return error_;
 }
 
 Status OutputSink::Write(std::string_view data) {
@@ -102,28 +194,40 @@ Status OutputSink::Finish() {
   if (done_) return error_;
   Status st = Flush();
   done_ = true;
-  if (fd_ == 1) return st;
+  if (direct_) {
+    if (fd_ > 2 && ::close(fd_) != 0 && st.ok())
+      st = DS_ERR(kIo, "{}: close failed: {}", path_, strerror(errno));
+    fd_ = -1;
+    return st;
+  }
   if (::fsync(fd_) != 0 && st.ok())
     st = DS_ERR(kIo, "{}: fsync failed: {}", path_, strerror(errno));
   if (::close(fd_) != 0 && st.ok())
     st = DS_ERR(kIo, "{}: close failed: {}", path_, strerror(errno));
   fd_ = -1;
   // Even after a write error the file holds complete records only: keep it.
+  // A failed rename leaves the partial file (and its progress file) for a
+  // resumed run.
   if (::rename(temp_.c_str(), path_.c_str()) != 0) {
     Status rs = DS_ERR(kIo, "{}: cannot rename {} into place: {}", path_, temp_, strerror(errno));
-    ::unlink(temp_.c_str());
     return st.ok() ? rs : st;
   }
   return st;
+}
+
+void OutputSink::CloseInChild() {
+  if (fd_ > 2) ::close(fd_);
+  fd_ = -1;
+  done_ = true;
 }
 
 void OutputSink::Abort() {
   if (done_) return;
   done_ = true;
   buf_.clear();
-  if (fd_ > 1) {
+  if (fd_ > 2) {
     ::close(fd_);
-    ::unlink(temp_.c_str());
+    if (!resumed_ && !direct_) ::unlink(temp_.c_str());
   }
   fd_ = -1;
 }
@@ -156,6 +260,7 @@ Status RecordWriter::Write(const GeneratedRecord& r) {
       break;
     case OutputFormat::kJsonl: {
       nlohmann::json j;
+      j["id"] = r.id;  // the attempt index (Philox stream): unique, in output order
       j["valid"] = r.valid;
       j["text"] = r.text;
       j["explain"] = r.explain;

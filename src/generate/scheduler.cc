@@ -5,14 +5,64 @@
 
 namespace ds {
 
-AttemptScheduler::AttemptScheduler(const Options& options) : opt_(options) {
+AttemptScheduler::AttemptScheduler(const Options& options)
+    : AttemptScheduler(options, Position()) {}
+
+AttemptScheduler::AttemptScheduler(const Options& options, const Position& s) : opt_(options) {
   opt_.window = std::max<int64_t>(1, opt_.window);
+  valid_ = s.valid;
+  invalid_ = s.invalid;
   if (opt_.num_prefixes > 0) {
     prefixes_.resize(size_t(opt_.num_prefixes));
-    Admit();
-  } else if (opt_.target <= 0) {
-    finished_ = true;
+    cursor_ = admitted_ = std::min<int64_t>(int64_t(s.attempt), opt_.num_prefixes);
+    invalid_completed_ = s.invalid;
+    if (cursor_ < opt_.num_prefixes) {
+      cursor_tries_ = s.prefix_try;
+      prefixes_[size_t(cursor_)].next_try = s.prefix_try;
+    }
+    if (cursor_ == opt_.num_prefixes)
+      finished_ = true;
+    else
+      Admit();
+  } else {
+    next_new_ = consume_ = s.attempt;
+    if (valid_ >= opt_.target) finished_ = true;
   }
+  if (!finished_ && invalid_ > opt_.max_invalid) CountInvalid();
+}
+
+Status AttemptScheduler::CheckStart(const Options& o, const Position& s) {
+  if (s.valid < 0 || s.invalid < 0)
+    return DS_ERR(kInvalidInput, "negative record counts ({} valid, {} invalid)", s.valid,
+                  s.invalid);
+  if (o.num_prefixes > 0) {
+    if (int64_t(s.attempt) > o.num_prefixes || int64_t(s.attempt) != s.valid)
+      return DS_ERR(kInvalidInput, "prefix {} of {} with {} valid records is inconsistent",
+                    s.attempt, o.num_prefixes, s.valid);
+    if (int64_t(s.prefix_try) > s.invalid)
+      return DS_ERR(kInvalidInput, "try {} of a prefix with {} invalid records is inconsistent",
+                    s.prefix_try, s.invalid);
+    return Status::Ok();
+  }
+  if (s.prefix_try != 0 || s.attempt != uint64_t(s.valid) + uint64_t(s.invalid))
+    return DS_ERR(kInvalidInput, "attempt {} is not {} valid + {} invalid records", s.attempt,
+                  s.valid, s.invalid);
+  if (s.valid > o.target)
+    return DS_ERR(kInvalidInput, "{} valid records, more than the {} wanted", s.valid, o.target);
+  return Status::Ok();
+}
+
+AttemptScheduler::Position AttemptScheduler::position() const {
+  Position p;
+  p.valid = valid_;
+  p.invalid = invalid_;
+  if (opt_.num_prefixes > 0) {
+    p.attempt = uint64_t(cursor_);
+    p.prefix_try = cursor_ < opt_.num_prefixes ? cursor_tries_ : 0;
+  } else {
+    p.attempt = consume_;
+  }
+  return p;
 }
 
 int64_t AttemptScheduler::outstanding() const {
@@ -88,7 +138,9 @@ void AttemptScheduler::Complete(GeneratedRecord r) {
 
 void AttemptScheduler::Admit() {
   while (admitted_ < opt_.num_prefixes && admitted_ - cursor_ < opt_.window) {
-    ready_.push_back(GenTask{PrefixAttemptId(admitted_, 0), int32_t(admitted_)});
+    // next_try is 0 except for the first prefix of a resumed run.
+    const uint32_t first_try = prefixes_[size_t(admitted_)].next_try;
+    ready_.push_back(GenTask{PrefixAttemptId(admitted_, first_try), int32_t(admitted_)});
     ++admitted_;
   }
 }
@@ -123,6 +175,7 @@ bool AttemptScheduler::Pop(GeneratedRecord* out) {
   if (out->valid) {
     ++valid_;
     ++cursor_;
+    cursor_tries_ = 0;
     if (cursor_ == opt_.num_prefixes) {
       finished_ = true;
       ready_.clear();
@@ -132,6 +185,7 @@ bool AttemptScheduler::Pop(GeneratedRecord* out) {
     }
   } else {
     ++invalid_;
+    ++cursor_tries_;
   }
   return true;
 }

@@ -26,6 +26,15 @@
 // Lost attempts (a worker died) are handed back with Requeue and re-issued
 // before any new attempt: being pure functions of their id, re-running them
 // gives the same records, so nothing is lost or duplicated.
+//
+// Resuming (generate/resume.h): position() is the release cursor after the
+// records popped so far; a scheduler constructed with `start` = that
+// position releases exactly the records an uninterrupted run would have
+// released after them (count mode: attempts start.attempt, start.attempt+1,
+// ...; prefix mode: prefix start.attempt from its try start.prefix_try on,
+// then the following prefixes), with the released counts carried over (the
+// invalid budget continues; with prefixes the completed-invalid count restarts
+// at the released one).
 #pragma once
 
 #include <cstdint>
@@ -40,6 +49,13 @@ namespace ds {
 
 class AttemptScheduler {
  public:
+  // The release cursor: everything before it was popped.
+  struct Position {
+    uint64_t attempt = 0;            // count mode: next attempt id; prefix mode: next prefix
+    uint32_t prefix_try = 0;         // prefix mode: tries of that prefix already popped (invalid)
+    int64_t valid = 0, invalid = 0;  // popped so far
+    bool operator==(const Position&) const = default;
+  };
   struct Options {
     int64_t target = 0;         // count mode: valid records wanted
     int32_t count_prefix = -1;  // count mode: prefix of every attempt
@@ -48,6 +64,8 @@ class AttemptScheduler {
     int64_t window = 256;  // outstanding attempts (count) / admitted prefixes (prefix)
   };
   explicit AttemptScheduler(const Options& options);
+  // Resumes at `start` (see the file comment).
+  AttemptScheduler(const Options& options, const Position& start);
 
   // How many tasks Issue would hand out now.
   int64_t Available() const;
@@ -69,6 +87,12 @@ class AttemptScheduler {
   int64_t released_invalid() const { return invalid_; }
   int64_t wanted() const { return opt_.num_prefixes > 0 ? opt_.num_prefixes : opt_.target; }
   int64_t outstanding() const;  // issued, not yet released
+  Position position() const;    // the release cursor (see the file comment)
+  // Checks a resume position against the options (kInvalidInput, naming what
+  // is inconsistent): counts non-negative, count mode attempt == valid +
+  // invalid and valid <= target, prefix mode attempt <= num_prefixes == valid
+  // and prefix_try <= invalid.
+  static Status CheckStart(const Options& options, const Position& start);
 
   static uint64_t PrefixAttemptId(int64_t prefix, uint32_t attempt) {
     return (uint64_t(prefix) << 32) | attempt;
@@ -94,6 +118,7 @@ class AttemptScheduler {
   };
   std::vector<PrefixState> prefixes_;
   int64_t cursor_ = 0, admitted_ = 0;
+  uint32_t cursor_tries_ = 0;  // tries of prefix cursor_ popped (invalid)
   int64_t invalid_completed_ = 0;
   std::deque<GenTask> ready_;
 };

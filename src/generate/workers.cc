@@ -20,6 +20,10 @@
 #include <thread>
 #include <unordered_map>
 
+#include "generate/resume.h"
+#include "model/tensor_file.h"
+#include "util/fs.h"
+
 namespace ds {
 
 int AvailableCpus() {
@@ -69,6 +73,7 @@ std::string FormatSummary(const GenerateSummary& s) {
   if (s.worker_failures) out += fmt::format(", {} died", s.worker_failures);
   out += ")";
   out += s.output.empty() ? " -> stdout" : " -> " + s.output;
+  if (s.resumed) out += fmt::format(" (resumed after {} valid)", s.resumed_valid);
   if (!s.complete) out += " (incomplete)";
   return out;
 }
@@ -355,6 +360,36 @@ void ReapAll(std::vector<Worker>& workers) {
   }
 }
 
+// The settings a resumed run must share with the interrupted one: everything
+// the output bytes depend on (not parallelism, not max_invalid).
+nlohmann::json ResumeSettings(const GenerationModel& model, const RunOptions& o) {
+  nlohmann::json s = o.resume_settings.is_object() ? o.resume_settings : nlohmann::json::object();
+  const GenerateOptions& g = o.gen;
+  s["format"] = OutputFormatName(o.format);
+  s["seed"] = g.seed;
+  s["gen_temp"] = g.temperature;
+  s["gen_chars"] = g.gen_chars;
+  s["max_tokens"] = g.max_tokens;
+  s["predict_batch_size"] = g.predict_batch_size;
+  if (g.prefixes.empty()) {
+    s["num_lines"] = g.num_lines;
+  } else {
+    uint32_t crc = 0;
+    for (const auto& p : g.prefixes) {
+      crc = Crc32(p.data(), p.size(), crc);
+      crc = Crc32("\n", 1, crc);
+    }
+    s["start_strings"] = g.prefixes.size();
+    s["start_strings_crc32"] = crc;
+  }
+  s["start_string"] = g.start_string ? nlohmann::json(*g.start_string) : nlohmann::json(nullptr);
+  s["header"] = model.header;
+  s["delimiter"] = model.delimiter ? std::string(1, model.delimiter) : std::string();
+  // As the progress file will hold them (invalid UTF-8 replaced), so that a
+  // comparison with a file's settings compares like with like.
+  return nlohmann::json::parse(s.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
 }  // namespace
 
 Status RunGeneration(const GenerationModel& model, const RunOptions& options,
@@ -375,10 +410,68 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
     if (const char* e = std::getenv("DS_TEST_KILL_WORKER_AFTER")) kill_after = std::atoll(e);
   }
 
-  DS_ASSIGN_OR_RETURN(auto sink, OutputSink::Open(options.output));
+  int64_t kill_after_records = options.test_kill_after_records;
+  if (kill_after_records < 0) {
+    if (const char* e = std::getenv("DS_TEST_KILL_AFTER_RECORDS"))
+      kill_after_records = std::atoll(e);
+  }
+
+  // ---- output: a new one, or the continuation of an interrupted run ----
+  const bool to_file = OutputSink::IsResumable(options.output);
+  if (options.resume && !to_file)
+    return DS_ERR(kInvalidArgument, "resuming needs an output file, not {}",
+                  options.output.empty() || options.output == "-"
+                      ? std::string("standard output")
+                      : options.output + " (not a regular file)");
+  const std::string progress_path = to_file ? ProgressPath(options.output) : std::string();
+  nlohmann::json settings;
+  std::optional<GenerationCheckpoint> resume_from;
+  if (to_file) {
+    settings = ResumeSettings(model, options);
+    if (options.resume) {
+      DS_ASSIGN_OR_RETURN(resume_from, ReadCheckpoint(progress_path));
+      if (!resume_from) {
+        if (events.warning)
+          events.warning(fmt::format("nothing to resume ({} does not exist): starting a new run",
+                                     progress_path));
+      } else {
+        DS_RETURN_IF_ERROR(CompareResumeSettings(resume_from->settings, settings, progress_path));
+        Status cs = AttemptScheduler::CheckStart(plan.schedule, resume_from->position);
+        if (!cs.ok()) return DS_ERR(kCorrupt, "{}: {}", progress_path, cs.message());
+      }
+    } else if (events.warning &&
+               (PathExists(progress_path) || PathExists(PartialPath(options.output)))) {
+      auto old = ReadCheckpoint(progress_path);
+      std::string what = old.ok() && *old
+                             ? fmt::format(" ({} valid records)", (*old)->position.valid)
+                             : std::string();
+      events.warning(fmt::format(
+          "{} holds an interrupted run's output{}; starting again from the first record (run "
+          "with resume, --resume on the command line, to continue it instead)",
+          PathExists(PartialPath(options.output)) ? PartialPath(options.output) : options.output,
+          what));
+    }
+  }
+  std::unique_ptr<OutputSink> sink;
+  if (resume_from) {
+    DS_ASSIGN_OR_RETURN(
+        sink, OutputSink::OpenForResume(options.output, resume_from->bytes, resume_from->crc32));
+  } else {
+    DS_ASSIGN_OR_RETURN(sink, OutputSink::Open(options.output));
+    // Under the partial file's lock: the old progress file (if any) is stale.
+    if (to_file && PathExists(progress_path) && ::unlink(progress_path.c_str()) != 0)
+      return DS_ERR(kIo, "{}: cannot remove: {}", progress_path, strerror(errno));
+  }
   summary->output = sink->is_stdout() ? "" : options.output;
   RecordWriter writer(options.format, model.header, model.delimiter, sink.get());
-  AttemptScheduler sched(plan.schedule);
+  AttemptScheduler sched(plan.schedule,
+                         resume_from ? resume_from->position : AttemptScheduler::Position{});
+  if (resume_from) {
+    writer.Continue(resume_from->records);
+    summary->resumed = true;
+    summary->resumed_valid = resume_from->position.valid;
+    summary->resumed_records = resume_from->records;
+  }
 
   // ---- spawn ----
   std::vector<Worker> workers(static_cast<size_t>(workers_n));
@@ -402,6 +495,7 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
       return st;
     }
     if (pid == 0) {
+      sink->CloseInChild();
       ::close(sv[0]);
       for (int k = 0; k < i; ++k) ::close(workers[size_t(k)].fd);
       WorkerMain(sv[1], self, model, plan, slots, i == 0 ? kill_after : -1);
@@ -417,8 +511,38 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
   summary->workers = workers_n;
   summary->device = model.device;
 
-  Status st = writer.Begin();
-  int64_t tokens = 0;
+  const int64_t resumed_tokens = resume_from ? resume_from->tokens : 0;
+  int64_t tokens = resumed_tokens;
+  // What the output file holds: updated whenever the sink wrote its buffer
+  // (which always ends at the last record handed to it), so that after a
+  // write error (the sink truncates back to its last flush) the progress file
+  // and the summary describe exactly the records in the file.
+  GenerationCheckpoint flushed;
+  flushed.settings = settings;
+  if (resume_from) flushed = *resume_from;
+  // `force`: the buffer was just written out (Sync), so the position covers
+  // every released record even if the last ones wrote nothing (invalid
+  // records in csv/text).
+  auto note_flush = [&](bool force) {
+    if (!sink->error().ok() || (!force && sink->committed() == flushed.bytes)) return;
+    flushed.position = sched.position();
+    flushed.bytes = sink->committed();
+    flushed.crc32 = sink->crc32();
+    flushed.records = writer.written();
+    flushed.tokens = tokens;
+  };
+  // Checkpoint: the records written so far reach the disk, then the progress
+  // file says so (generate/resume.h).
+  auto checkpoint = [&]() -> Status {
+    if (!to_file) return Status::Ok();
+    DS_RETURN_IF_ERROR(sink->Sync());
+    note_flush(/*force=*/true);
+    flushed.tokens = tokens;
+    return WriteCheckpoint(progress_path, flushed);
+  };
+  Status st = resume_from ? Status::Ok() : writer.Begin();
+  if (st.ok() && !resume_from) st = checkpoint();
+  auto last_checkpoint = Clock::now();
   auto last_progress = t0;
   auto report = [&](bool final) {
     if (!events.progress) return;
@@ -429,8 +553,8 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
     p.tokens = tokens;
     p.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     if (p.seconds > 0) {
-      p.records_per_s = double(p.valid) / p.seconds;
-      p.tokens_per_s = double(p.tokens) / p.seconds;
+      p.records_per_s = double(p.valid - summary->resumed_valid) / p.seconds;
+      p.tokens_per_s = double(p.tokens - resumed_tokens) / p.seconds;
     }
     if (p.valid + p.invalid > 0) p.valid_share = double(p.valid) / double(p.valid + p.invalid);
     if (p.records_per_s > 0) p.eta_seconds = double(p.wanted - p.valid) / p.records_per_s;
@@ -590,10 +714,22 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
     // Release finished records in order.
     while (st.ok() && sched.Pop(&rec)) {
       st = writer.Write(rec);
+      if (st.ok()) note_flush(/*force=*/false);
+    }
+    if (st.ok() && kill_after_records >= 0 && writer.written() >= kill_after_records) {
+      // Test hook: records past the last checkpoint reach the file, then the
+      // process dies as under kill -9 (the workers follow: PR_SET_PDEATHSIG).
+      (void)sink->Flush();
+      ::raise(SIGKILL);
     }
     if (st.ok() && !sched.status().ok()) st = sched.status();
     if (st.ok() && sched.finished()) break;
     auto now = Clock::now();
+    if (st.ok() && std::chrono::duration<double>(now - last_checkpoint).count() >=
+                       options.checkpoint_interval_s) {
+      st = checkpoint();
+      last_checkpoint = now;
+    }
     if (std::chrono::duration<double>(now - last_progress).count() >= events.progress_interval_s) {
       last_progress = now;
       report(false);
@@ -601,10 +737,28 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
   }
 
   ReapAll(workers);
+  const bool complete = st.ok() && sched.finished();
+  if (to_file && !complete) {
+    // Stopped early: record how far the output is good, for a resumed run.
+    // After a write error the file was truncated back to its last flush,
+    // which `flushed` describes (on a full disk this may fail too; the
+    // previous checkpoint then stays, and it is still right).
+    Status cs = sink->error().ok() ? checkpoint() : WriteCheckpoint(progress_path, flushed);
+    if (st.ok()) st = cs;
+  }
   Status fin = sink->Finish();
   if (st.ok()) st = fin;
-  summary->valid = sched.released_valid();
-  summary->invalid = sched.released_invalid();
+  if (to_file) {
+    if (st.ok() && complete) {
+      if (::unlink(progress_path.c_str()) != 0 && errno != ENOENT)
+        st = DS_ERR(kIo, "{}: cannot remove: {}", progress_path, strerror(errno));
+    } else {
+      summary->resumable = PathExists(progress_path);
+    }
+  }
+  // After a write error, what the output holds; else every released record.
+  summary->valid = sink->error().ok() ? sched.released_valid() : flushed.position.valid;
+  summary->invalid = sink->error().ok() ? sched.released_invalid() : flushed.position.invalid;
   summary->tokens = tokens;
   summary->complete = sched.finished();
   summary->seconds = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -27,6 +27,18 @@
 // SIGINT, see InstallInterruptFlag in generate/generate.h) the parent stops
 // the workers and finishes the output: the file then holds the header and the
 // records released so far (well-formed, truncated) and kCancelled is returned.
+//
+// Crash safety and resume (file outputs; generate/resume.h): records go to
+// `output.partial`, and `output.progress.json` is checkpointed about every
+// checkpoint_interval_s seconds (after an fdatasync of the records it
+// covers), once the header is written and when the run stops. A run that
+// stopped before completing (error, Ctrl-C, kill -9, power loss) keeps its
+// progress file; with RunOptions::resume the next run checks that its
+// settings match, truncates the output to the checkpoint's last whole record
+// and continues from there: the result is byte-identical to an uninterrupted
+// run. On success the progress file is removed. Without `resume`, an
+// interrupted run's partial output is overwritten (with a warning): the
+// output is a pure function of the settings, so only time is lost.
 // Workers ignore SIGINT themselves (a Ctrl-C reaches the whole process group;
 // the parent tears them down) and die with the parent (PR_SET_PDEATHSIG).
 #pragma once
@@ -34,6 +46,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "generate/generator.h"
@@ -77,6 +90,18 @@ struct RunOptions {
   // Test hook: worker 0 SIGKILLs itself after sending this many results
   // (-1 = off; the environment variable DS_TEST_KILL_WORKER_AFTER sets it too).
   int64_t test_kill_worker_after = -1;
+  // Continue an interrupted run of the same output (see the file comment). No
+  // progress file: a new run starts, with a warning.
+  bool resume = false;
+  // Settings the caller adds to those that must match on resume (the seed,
+  // gen options, format, header... are added by RunGeneration): e.g. the
+  // model's weights checksum and the rule checks (GenerateFromModelDir).
+  nlohmann::json resume_settings = nlohmann::json::object();
+  double checkpoint_interval_s = 1.0;  // between progress-file updates (file outputs)
+  // Test hook: once this many records were written, flush them (past the
+  // last checkpoint) and SIGKILL the whole process, as kill -9 would
+  // (-1 = off; DS_TEST_KILL_AFTER_RECORDS sets it too).
+  int64_t test_kill_after_records = -1;
 };
 
 struct GenerateSummary {
@@ -91,6 +116,13 @@ struct GenerateSummary {
   // GPU workers: each worker's allocator statistics as last reported (index =
   // worker); empty on the CPU.
   std::vector<AllocatorStats> worker_memory;
+  // Resume: the run continued an interrupted one, which had written
+  // resumed_records records (resumed_valid valid ones).
+  bool resumed = false;
+  int64_t resumed_valid = 0, resumed_records = 0;
+  // Incomplete file output with a progress file: RunOptions::resume (the
+  // CLI's --resume) can complete it.
+  bool resumable = false;
 };
 
 // One line for a terminal (the CLI prints it on stderr, e.g. with '\r'):
@@ -104,8 +136,9 @@ std::string FormatWorkerMemory(const GenerateSummary& s);
 
 // Runs a whole generation into `options.output`. On an error after the output
 // was opened (too many invalid, cancelled, every worker died, write error),
-// the well-formed partial output is kept under the final name and the error is
-// returned; `summary` is filled in every case.
+// the well-formed partial output is kept under the final name, with its
+// progress file for a resumed run, and the error is returned; `summary` is
+// filled in every case.
 Status RunGeneration(const GenerationModel& model, const RunOptions& options,
                      const GenerateEvents& events, GenerateSummary* summary);
 

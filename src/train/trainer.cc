@@ -1,7 +1,10 @@
 #include "train/trainer.h"
 
 #include <fmt/ranges.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <omp.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +18,7 @@
 #include "backend/backend.h"
 #include "backend/device.h"
 #include "backend/device_allocator.h"
+#include "backend/memory_estimate.h"
 #ifdef DS_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif
@@ -172,6 +176,8 @@ class TrainRun {
   Status PrepareDirectory() {
     DS_RETURN_IF_ERROR(cfg_.Validate());
     if (dir().empty()) return DS_ERR(kInvalidArgument, "no model directory given (--model-dir)");
+    // A read-only or otherwise unwritable directory: fail before any work.
+    if (PathExists(dir())) DS_RETURN_IF_ERROR(CheckWritable());
     bool has_model = LooksLikeModel(dir());
     bool has_checkpoint = PathExists(dir() + "/checkpoint.json");
     if (opts_.resume) {
@@ -199,6 +205,21 @@ class TrainRun {
       DS_RETURN_IF_ERROR(MakeDirs(dir()));
       created_dir_ = true;
     }
+    return Status::Ok();
+  }
+
+  // Creates and removes a probe file: access(W_OK) says yes to root on a
+  // directory it may not write (and says nothing about some mounts).
+  Status CheckWritable() {
+    std::string probe = fmt::format("{}/.datasynth-write-test.{}", dir(), ::getpid());
+    int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      int e = errno;
+      if (e == ENOTDIR) return DS_ERR(kIo, "{}: not a directory", dir());
+      return DS_ERR(kIo, "{}: the model directory is not writable: {}", dir(), strerror(e));
+    }
+    ::close(fd);
+    ::unlink(probe.c_str());
     return Status::Ok();
   }
 
@@ -374,7 +395,25 @@ class TrainRun {
     std::string warning;
     DS_ASSIGN_OR_RETURN(DeviceKind kind, ResolveDevice(req, &warning));
     if (!warning.empty()) obs_.OnInfo("warning: " + warning);
-    if (kind == DeviceKind::kCpu) return MakeCpuTrainBackend(spec_, max_batch, max_steps);
+    if (kind == DeviceKind::kCpu) {
+      // Shapes that cannot fit: a clear error now, not bad_alloc or the OOM
+      // killer later (backend/memory_estimate.h).
+      const int64_t rows = int64_t(max_batch) * max_steps;
+      if (rows > std::numeric_limits<int>::max())
+        return DS_ERR(kResourceExhausted,
+                      "batch_size {} x {} steps = {} rows per batch, more than the CPU backend's "
+                      "limit of {}; reduce batch_size or seq_length",
+                      max_batch, max_steps, rows, std::numeric_limits<int>::max());
+      const uint64_t need = EstimateCpuTrainBytes(spec_, max_batch, max_steps, threads_);
+      DS_RETURN_IF_ERROR(CheckMemory(
+          need, need, AvailableHostMemory(),
+          fmt::format("training this network (vocabulary {}, embedding {}, {} x LSTM {}, batch "
+                      "{} x {} steps)",
+                      spec_.vocab_size, spec_.embedding_dim, spec_.num_layers, spec_.rnn_units,
+                      max_batch, max_steps),
+          "reduce batch_size, seq_length, rnn_units, embedding_dim or vocab_size"));
+      return MakeCpuTrainBackend(spec_, max_batch, max_steps);
+    }
 #ifdef DS_HAVE_CUDA
     CudaOptions o;
     o.memory.preallocate = cfg_.gpu_memory == "preallocate";
