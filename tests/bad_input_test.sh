@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Bad-input matrix (issue #7 item 1), end to end through the real CLI: every case is a
 # generated bad file under a temp dir given to `datasynth train`, `info` or `generate`.
-# Each error case asserts: non-zero exit (2 for bad input, 1 for out of memory), exactly
+# Each error case asserts: non-zero exit (2 for bad input, 1 for I/O errors and out of
+# memory), exactly
 # one "datasynth: error:" line holding the expected text (file, line and field where
 # relevant), and that nothing which looks complete is left behind (no
 # model_params.json in a new model dir, no output file). Cases with documented
@@ -17,8 +18,8 @@ pass() { echo "ok: $1"; passes=$((passes + 1)); }
 fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
 
 # Tiny network: each training run takes a second or two.
-SMALL=(--tokenizer char --epochs 1 --embedding-dim 8 --rnn-units 16 --batch-size 4 --seq-length 16
-       --seed 5 --threads 1)
+NET=(--epochs 1 --embedding-dim 8 --rnn-units 16 --batch-size 4 --seq-length 16 --threads 1)
+SMALL=("${NET[@]}" --tokenizer char --seed 5)
 CSV=(--field-delimiter ,)
 
 # expect_error NAME WANT_RC SUBSTRING LEFTOVER -- ARGS...
@@ -95,9 +96,8 @@ expect_error field_10mb_sentencepiece 2 "training record 31: 10485763 bytes is l
   --epochs 1 --rnn-units 16 --embedding-dim 8 --vocab-size 30
 train_error field_over_16mib "hugefield.csv:32: field 2 'text': field longer than 16777216 bytes" "$TMP/hugefield.csv"
 
-# 10,000 columns: read fine (the limit is 100,000 fields per record); column markers
-# would need 10,001 special tokens, so they are switched off above 1,000 columns... no:
-# see docs/reliability.md for what happens; here: train works with --column-markers off.
+# 10,000 columns: handled (the reader's limit is 100,000 fields per record); with column
+# markers the vocabulary holds 10,001 special tokens and every record is >= 20,000 tokens.
 py "$TMP/wide.csv" <<'EOF'
 import sys
 n = 10000
@@ -107,9 +107,9 @@ with open(sys.argv[1], "w") as f:
         f.write(",".join(str((i * 7 + r) % 10) for i in range(n)) + "\n")
 EOF
 if "$DS" train --input "$TMP/wide.csv" "${CSV[@]}" --model-dir "$TMP/m_wide" "${SMALL[@]}" \
-     --column-markers off > "$TMP/wide.log" 2>&1 &&
+     > "$TMP/wide.log" 2>&1 && grep -q "char with 10011 tokens, column markers" "$TMP/wide.log" &&
    "$DS" info --model-dir "$TMP/m_wide" 2>&1 | grep -q "columns      10000"; then
-  pass "10000 columns: trains (column markers off), info shows 10000 columns"
+  pass "10000 columns: trains (10011 tokens with column markers), info shows 10000 columns"
 else
   fail "10000 columns: $(tail -3 "$TMP/wide.log")"
 fi
@@ -184,7 +184,9 @@ cfg_error absurd_seq "config key 'seq_length': value 1000000 out of range" '{"se
 cfg_error bad_enum "config key 'optimizer': 'sgd' is not one of: rmsprop, adam" '{"optimizer": "sgd"}'
 cfg_error not_json "not_json.json: not valid JSON" '{"epochs": 1,'
 cfg_error not_object "not_object.json: expected a JSON object of config keys" '[1, 2]'
-cfg_error bad_delimiter "config key 'field_delimiter': ';;' must be one character" '{"field_delimiter": ";;"}'
+printf '{"field_delimiter": ";;"}' > "$TMP/bad_delim.json"
+expect_error config_bad_delimiter 2 "config key 'field_delimiter': ';;' must be one character" "$TMP/m_cfgdelim" -- \
+  train --input "$TMP/good.csv" --model-dir "$TMP/m_cfgdelim" --config "$TMP/bad_delim.json"
 expect_error config_missing 2 "nope.json: cannot open config file" "$TMP/m_cfgmiss" -- \
   train --input "$TMP/good.csv" "${CSV[@]}" --model-dir "$TMP/m_cfgmiss" --config "$TMP/nope.json"
 expect_error flag_not_integer 2 "config key 'epochs': 'abc' is not an integer" "$TMP/m_flag" -- \
@@ -195,7 +197,7 @@ expect_error flag_invalid_utf8 2 "config key 'field_delimiter_token': value is n
 # Sizes in range whose network does not fit in memory: a clear out-of-memory error
 # (exit 1), not a crash; the address-space limit makes the allocation fail quickly.
 out=$( (ulimit -v 4000000; "$DS" train --input "$TMP/good.csv" "${CSV[@]}" --model-dir "$TMP/m_oom" \
-        "${SMALL[@]}" --rnn-units 65536 --embedding-dim 65536) 2>&1 >/dev/null)
+        --tokenizer char --epochs 1 --batch-size 4 --seq-length 16 --rnn-units 65536 --embedding-dim 65536) 2>&1 >/dev/null)
 rc=$?
 if [ $rc -eq 1 ] && grep -q "datasynth: error: .*out of memory" <<<"$out" && [ ! -e "$TMP/m_oom/model_params.json" ]; then
   pass "absurd in-range sizes: out of memory, exit 1, no model ($(grep error: <<<"$out" | cut -c1-160))"
@@ -207,7 +209,7 @@ fi
 M=$TMP/model
 "$DS" train --input "$TMP/good.csv" "${CSV[@]}" --model-dir "$M" "${SMALL[@]}" 2>/dev/null ||
   fail "training the base model failed"
-"$DS" train --input "$TMP/good.csv" "${CSV[@]}" --model-dir "$TMP/model_seed6" "${SMALL[@]}" --seed 6 2>/dev/null
+"$DS" train --input "$TMP/good.csv" "${CSV[@]}" --model-dir "$TMP/model_seed6" "${NET[@]}" --tokenizer char --seed 6 2>/dev/null
 sed 's/Oslo/Oslx/' "$TMP/good.csv" > "$TMP/other.csv"  # same number of distinct characters
 "$DS" train --input "$TMP/other.csv" "${CSV[@]}" --model-dir "$TMP/model_other" "${SMALL[@]}" 2>/dev/null
 "$DS" train --input "$ROOT/examples/telco_churn_2k.csv" "${CSV[@]}" --model-dir "$TMP/model_telco" \
@@ -318,9 +320,9 @@ model_error tokenizer_format_version "tokenizer.json: format_version 9 is not su
 
 # SentencePiece: tokenizer.model is bound to tokenizer.json by size and CRC-32.
 SP=$TMP/model_sp
-"$DS" train --input "$TMP/good.csv" "${CSV[@]}" --model-dir "$SP" "${SMALL[@]}" --tokenizer sentencepiece \
+"$DS" train --input "$TMP/good.csv" "${CSV[@]}" --model-dir "$SP" "${NET[@]}" --tokenizer sentencepiece \
   --vocab-size 40 2>/dev/null || fail "training the SentencePiece model failed"
-"$DS" train --input "$TMP/other.csv" "${CSV[@]}" --model-dir "$TMP/model_sp2" "${SMALL[@]}" \
+"$DS" train --input "$TMP/other.csv" "${CSV[@]}" --model-dir "$TMP/model_sp2" "${NET[@]}" \
   --tokenizer sentencepiece --vocab-size 40 2>/dev/null
 rm -rf "$TMP/v_spmodel"; cp -r "$SP" "$TMP/v_spmodel"
 cp "$TMP/model_sp2/tokenizer.model" "$TMP/v_spmodel/tokenizer.model"
@@ -331,7 +333,7 @@ rm -rf "$TMP/v_spmissing"; cp -r "$SP" "$TMP/v_spmissing"; rm "$TMP/v_spmissing/
 model_error sp_model_missing "tokenizer.model: no such file" "$TMP/v_spmissing"
 
 # A model directory given as training input, and an input given as model directory.
-expect_error model_dir_as_input 2 "is a directory" "$TMP/m_dirin" -- \
+expect_error model_dir_as_input 1 "model: is a directory, not a file" "$TMP/m_dirin" -- \
   train --input "$M" "${CSV[@]}" --model-dir "$TMP/m_dirin" "${SMALL[@]}"
 model_error file_as_model_dir "not a trained model" "$TMP/good.csv"
 
