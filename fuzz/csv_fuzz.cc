@@ -32,6 +32,10 @@ struct CsvOutcome {
   std::vector<int64_t> lines;
   std::string error;  // "" when the whole input parsed
   bool operator==(const CsvOutcome&) const = default;
+  std::string Summary() const {
+    return std::to_string(header.size()) + " header fields, " + std::to_string(records.size()) +
+           " records, error '" + error + "'";
+  }
 };
 
 inline CsvOutcome ReadCsv(const std::string& path, const CsvOptions& opts) {
@@ -133,7 +137,11 @@ inline int CsvOneInput(const uint8_t* data, size_t size) {
   small.buffer_bytes = 4 + aux % 61;
   const CsvOutcome a = ReadCsv(file.path(), small);
   const CsvOutcome b = ReadCsv(file.path(), opts);
-  if (!(a == b)) DS_FUZZ_FAIL("CSV result depends on the buffer size");
+  if (!(a == b)) {
+    const std::string m = "CSV result depends on the buffer size: small buffer " + a.Summary() +
+                          "; default buffer " + b.Summary();
+    DS_FUZZ_FAIL(m.c_str());
+  }
   // A truncated stream never reads as a clean end of input (an earlier parse error
   // may come first).
   if (truncated) DS_FUZZ_CHECK(!b.error.empty());

@@ -8,6 +8,7 @@
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]
 #   FUZZ_TARGETS="csv_fuzz config_fuzz" scripts/fuzz.sh 600   only some targets
 #   FUZZ_NO_BUILD=1 scripts/fuzz.sh 10                         reuse build-fuzz as is
+#   scripts/fuzz.sh --configure-only                            configure build-fuzz, no run
 #
 # Corpora: the seeds in fuzz/corpus/<target>/ and fuzz/regressions/<target>/ are read,
 # never written; inputs the fuzzer finds go to build-fuzz/corpus/<target>/ (kept between
@@ -17,12 +18,14 @@
 # ASan/UBSan unit tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+CONFIGURE_ONLY=""
+if [ "${1:-}" = "--configure-only" ]; then CONFIGURE_ONLY=1; shift; fi
 SECONDS_PER_TARGET=${1:-60}
 BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 ALL_TARGETS=$(cd fuzz && ls *_fuzz.cc | sed 's/\.cc$//')
 TARGETS=${FUZZ_TARGETS:-$ALL_TARGETS}
 
-configure_fuzz_build() {  # shared with scripts/sanitize.sh
+configure_fuzz_build() {
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link -Wno-pass-failed -Wno-unknown-warning-option" \
@@ -30,6 +33,10 @@ configure_fuzz_build() {  # shared with scripts/sanitize.sh
     -DDATASYNTH_BENCH=OFF -DDATASYNTH_WERROR=OFF >/dev/null
 }
 
+if [ -n "$CONFIGURE_ONLY" ]; then
+  configure_fuzz_build
+  exit 0
+fi
 if [ -z "${FUZZ_NO_BUILD:-}" ]; then
   configure_fuzz_build
   # shellcheck disable=SC2086

@@ -4,15 +4,20 @@
 //     model with the same vocabulary size is refused; models written before the
 //     checksum existed still load;
 //   * string config values from the command line must be valid UTF-8 (they end up in
-//     model_params.json; invalid UTF-8 used to abort the process while writing it).
+//     model_params.json; invalid UTF-8 used to abort the process while writing it);
+//   * a gzip stream damaged in the middle gives the same bytes, then the same error,
+//     whatever the read size (found by fuzz/csv_fuzz.cc: the CSV reader reported
+//     "invalid UTF-8" or "corrupt gzip stream" depending on its buffer size).
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "config/config.h"
+#include "io/input.h"
 #include "model/model_dir.h"
 #include "model/network.h"
 #include "util/fs.h"
@@ -102,6 +107,53 @@ TEST(ConfigUtf8, StringFlagsMustBeValidUtf8) {
   EXPECT_EQ(c.field_delimiter_token, "<\xc3\xa9>");
   (void)c.ToJson().dump();                                                    // serialisable
   EXPECT_FALSE(c.Set("gpu_memory_limit", std::string("4\xe0\x80GiB")).ok());  // overlong
+}
+
+std::string Gzip(const std::string& in) {
+  z_stream s{};
+  EXPECT_EQ(deflateInit2(&s, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&s, uLong(in.size())), '\0');
+  s.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  s.avail_in = uInt(in.size());
+  s.next_out = reinterpret_cast<Bytef*>(out.data());
+  s.avail_out = uInt(out.size());
+  EXPECT_EQ(deflate(&s, Z_FINISH), Z_STREAM_END);
+  out.resize(s.total_out);
+  deflateEnd(&s);
+  return out;
+}
+
+// Reads everything with reads of `step` bytes: the bytes before the error, and the error.
+std::pair<std::string, std::string> ReadInSteps(const std::string& path, size_t step) {
+  auto in = InputStream::Open(path).ValueOrThrow();
+  std::string got, buf(step, '\0');
+  for (;;) {
+    Result<size_t> r = in->Read(buf.data(), step);
+    if (!r.ok()) return {got, r.status().message()};
+    if (*r == 0) return {got, ""};
+    got.append(buf.data(), *r);
+  }
+}
+
+TEST(GzipInput, DamageMidStreamGivesTheSameBytesAndErrorForEveryReadSize) {
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += "row " + std::to_string(i * 7919 % 10007) + ",x\n";
+  std::string gz = Gzip(text);
+  const std::string path = ::testing::TempDir() + "/ds_reliability_mid.gz";
+  int checked = 0;
+  for (size_t at : {gz.size() / 3, gz.size() / 2, gz.size() * 3 / 4}) {
+    std::string bad = gz;
+    bad[at] = char(bad[at] ^ 0x5a);
+    ThrowIfError(WriteFileAtomic(path, bad));
+    const auto big = ReadInSteps(path, size_t(1) << 20);
+    const auto small = ReadInSteps(path, 7);
+    EXPECT_FALSE(big.second.empty()) << "damage at " << at << " went unnoticed";
+    EXPECT_EQ(big.second, small.second) << "damage at " << at;
+    EXPECT_EQ(big.first, small.first) << "damage at " << at;
+    checked += big.first.size() > 0;
+  }
+  EXPECT_GT(checked, 0);  // some damage was found after decoding bytes
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -122,6 +122,7 @@ Result<size_t> InputStream::ReadFull(char* dst, size_t n) {
 }
 
 Result<size_t> InputStream::ReadGzip(char* dst, size_t n) {
+  if (!deferred_.ok()) return deferred_;
   z_stream& s = z_->s;
   for (;;) {
     if (raw_pos_ == raw_end_) DS_RETURN_IF_ERROR(FillRaw());
@@ -154,8 +155,15 @@ Result<size_t> InputStream::ReadGzip(char* dst, size_t n) {
     if (rc == Z_STREAM_END) {
       member_done_ = true;
     } else if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT) {
-      return DS_ERR(kInvalidInput, "{}: corrupt gzip stream ({})", path_,
-                    s.msg ? s.msg : "invalid data");
+      Status err = DS_ERR(kInvalidInput, "{}: corrupt gzip stream ({})", path_,
+                          s.msg ? s.msg : "invalid data");
+      // Deliver the bytes decoded before the damage first, so that the caller sees
+      // the same bytes, then the same error, whatever its read size.
+      if (produced > 0) {
+        deferred_ = err;
+        return produced;
+      }
+      return err;
     } else if (rc == Z_MEM_ERROR) {
       return DS_ERR(kResourceExhausted, "{}: out of memory while decompressing", path_);
     } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
