@@ -127,7 +127,10 @@ inline int TokenizerOneInput(const uint8_t* data, size_t size) {
     int pieces = 1;
     {
       sentencepiece::SentencePieceProcessor sp;
-      if (sp.LoadFromSerializedProto(content).ok()) pieces = std::max(1, sp.GetPieceSize());
+      try {  // SentencePiece throws on some malformed models; LoadTokenizer must not
+        if (sp.LoadFromSerializedProto(content).ok()) pieces = std::max(1, sp.GetPieceSize());
+      } catch (const std::exception&) {
+      }
     }
     nlohmann::json j = {{"format", "datasynth-tokenizer"},
                         {"format_version", 1},

@@ -40,7 +40,11 @@ fi
 if [ -z "${FUZZ_NO_BUILD:-}" ]; then
   configure_fuzz_build
   # shellcheck disable=SC2086
-  cmake --build "$BUILD_DIR" -j"$(nproc)" --target $TARGETS
+  if ! cmake --build "$BUILD_DIR" -j"$(nproc)" --target $TARGETS > "$BUILD_DIR/fuzz-build.log" 2>&1; then
+    grep -E "error|FAILED" "$BUILD_DIR/fuzz-build.log" | head -30
+    echo "fuzz: build FAILED (log $BUILD_DIR/fuzz-build.log)"
+    exit 1
+  fi
 fi
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
@@ -61,12 +65,13 @@ for t in $TARGETS; do
   log=$BUILD_DIR/fuzz-$t.log
   echo "== $t: ${SECONDS_PER_TARGET}s"
   start=$(date +%s)
-  if "$BUILD_DIR/$t" -max_total_time="$SECONDS_PER_TARGET" -timeout=20 -rss_limit_mb=3072 \
+  if /usr/bin/time -f "%U %S" -o "$BUILD_DIR/fuzz-$t.cpu" "$BUILD_DIR/$t" -max_total_time="$SECONDS_PER_TARGET" -timeout=20 -rss_limit_mb=3072 \
        -max_len="$(max_len "$t")" -print_final_stats=1 -artifact_prefix="$artifacts/" \
        "$corpus" "fuzz/corpus/$t" "fuzz/regressions/$t" > "$log" 2>&1; then
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 || true)
-    echo "   ok: $execs executions in $(( $(date +%s) - start ))s, $cov, corpus $(ls "$corpus" | wc -l) files"
+    cpu=$(awk '{printf "%.0f", $1 + $2}' "$BUILD_DIR/fuzz-$t.cpu")
+    echo "   ok: $execs executions in $(( $(date +%s) - start ))s (${cpu}s CPU), $cov, corpus $(ls "$corpus" | wc -l) files"
   else
     echo "   FAILED (log $log):"
     grep -E "ERROR|==[0-9]+==|SUMMARY|invariant|Test unit written|runtime error" "$log" | head -20 | sed 's/^/   /'

@@ -137,13 +137,10 @@ Result<size_t> InputStream::ReadGzip(char* dst, size_t n) {
       }
       member_done_ = false;
     }
-    if (raw_pos_ == raw_end_) {
-      // Input ended inside a gzip member: header, data or trailer is missing.
-      return DS_ERR(kInvalidInput,
-                    "{}: truncated gzip stream (input ends before the gzip "
-                    "trailer; the file is incomplete)",
-                    path_);
-    }
+    // No raw input left: zlib may still hold decoded bytes (the rest of a long match
+    // when the last call's output space ran out), so inflate runs once more on no
+    // input; only when that yields nothing is the stream truncated.
+    const bool input_ended = raw_pos_ == raw_end_;
     s.next_in = reinterpret_cast<Bytef*>(raw_.get() + raw_pos_);
     s.avail_in = static_cast<uInt>(raw_end_ - raw_pos_);
     s.next_out = reinterpret_cast<Bytef*>(dst);
@@ -170,6 +167,13 @@ Result<size_t> InputStream::ReadGzip(char* dst, size_t n) {
       return DS_ERR(kInternal, "{}: zlib inflate error {}", path_, rc);
     }
     if (produced > 0) return produced;
+    if (input_ended && !member_done_) {
+      // Input ended inside a gzip member: header, data or trailer is missing.
+      return DS_ERR(kInvalidInput,
+                    "{}: truncated gzip stream (input ends before the gzip "
+                    "trailer; the file is incomplete)",
+                    path_);
+    }
   }
 }
 
