@@ -30,6 +30,9 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "datasynth: error: out of memory\n");
     return 1;
+  } catch (const std::exception& e) {  // a bug: report it instead of std::terminate
+    std::fprintf(stderr, "datasynth: error: internal error: %s\n", e.what());
+    return 1;
   }
   return 0;
 }

@@ -8,6 +8,8 @@
 #include <limits>
 #include <sstream>
 
+#include "util/utf8.h"
+
 namespace ds {
 namespace {
 
@@ -202,7 +204,12 @@ Status Config::Set(const std::string& key, const std::string& value) {
     case Type::kInt: DS_RETURN_IF_ERROR(ParseInt(key, value, static_cast<int*>(f))); break;
     case Type::kInt64: DS_RETURN_IF_ERROR(ParseInt(key, value, static_cast<int64_t*>(f))); break;
     case Type::kDouble: DS_RETURN_IF_ERROR(ParseDouble(key, value, static_cast<double*>(f))); break;
-    case Type::kString: *static_cast<std::string*>(f) = value; break;
+    case Type::kString:
+      // Strings end up in model_params.json (JSON is UTF-8); JSON values already are.
+      if (!IsValidUtf8(value))
+        return DS_ERR(kInvalidArgument, "config key '{}': value is not valid UTF-8", key);
+      *static_cast<std::string*>(f) = value;
+      break;
   }
   return k->check ? k->check(*this) : Status::Ok();
 }

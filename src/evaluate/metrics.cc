@@ -299,7 +299,7 @@ Pca2 FitPca2(const std::vector<double>& x, size_t n, size_t d) {
     bool converged = size_t(k) == d || (std::fabs(vals[0] - prev0) < 1e-13 * scale &&
                                         std::fabs(vals[1] - prev1) < 1e-13 * scale && iter > 3);
     prev0 = vals[0];
-    prev1 = vals[1];
+    prev1 = k > 1 ? vals[1] : 0.0;  // d == 1: one eigenvalue (ASan: read past vals)
     if (converged || iter == 2999) break;
     q.swap(z);
     Orthonormalize(&q, d, k, &rng);

@@ -122,6 +122,7 @@ Result<size_t> InputStream::ReadFull(char* dst, size_t n) {
 }
 
 Result<size_t> InputStream::ReadGzip(char* dst, size_t n) {
+  if (!deferred_.ok()) return deferred_;
   z_stream& s = z_->s;
   for (;;) {
     if (raw_pos_ == raw_end_) DS_RETURN_IF_ERROR(FillRaw());
@@ -136,13 +137,10 @@ Result<size_t> InputStream::ReadGzip(char* dst, size_t n) {
       }
       member_done_ = false;
     }
-    if (raw_pos_ == raw_end_) {
-      // Input ended inside a gzip member: header, data or trailer is missing.
-      return DS_ERR(kInvalidInput,
-                    "{}: truncated gzip stream (input ends before the gzip "
-                    "trailer; the file is incomplete)",
-                    path_);
-    }
+    // No raw input left: zlib may still hold decoded bytes (the rest of a long match
+    // when the last call's output space ran out), so inflate runs once more on no
+    // input; only when that yields nothing is the stream truncated.
+    const bool input_ended = raw_pos_ == raw_end_;
     s.next_in = reinterpret_cast<Bytef*>(raw_.get() + raw_pos_);
     s.avail_in = static_cast<uInt>(raw_end_ - raw_pos_);
     s.next_out = reinterpret_cast<Bytef*>(dst);
@@ -154,14 +152,28 @@ Result<size_t> InputStream::ReadGzip(char* dst, size_t n) {
     if (rc == Z_STREAM_END) {
       member_done_ = true;
     } else if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT) {
-      return DS_ERR(kInvalidInput, "{}: corrupt gzip stream ({})", path_,
-                    s.msg ? s.msg : "invalid data");
+      Status err = DS_ERR(kInvalidInput, "{}: corrupt gzip stream ({})", path_,
+                          s.msg ? s.msg : "invalid data");
+      // Deliver the bytes decoded before the damage first, so that the caller sees
+      // the same bytes, then the same error, whatever its read size.
+      if (produced > 0) {
+        deferred_ = err;
+        return produced;
+      }
+      return err;
     } else if (rc == Z_MEM_ERROR) {
       return DS_ERR(kResourceExhausted, "{}: out of memory while decompressing", path_);
     } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
       return DS_ERR(kInternal, "{}: zlib inflate error {}", path_, rc);
     }
     if (produced > 0) return produced;
+    if (input_ended && !member_done_) {
+      // Input ended inside a gzip member: header, data or trailer is missing.
+      return DS_ERR(kInvalidInput,
+                    "{}: truncated gzip stream (input ends before the gzip "
+                    "trailer; the file is incomplete)",
+                    path_);
+    }
   }
 }
 

@@ -72,6 +72,7 @@ class InputStream {
   size_t raw_pos_ = 0, raw_end_ = 0;  // unread raw bytes are raw_[raw_pos_, raw_end_)
   uint64_t bytes_out_ = 0;
   std::unique_ptr<Zlib> z_;
+  Status deferred_;  // gzip: error found after decoding bytes still to be returned
   Status error_;
 };
 

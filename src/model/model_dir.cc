@@ -95,6 +95,12 @@ bool LooksLikeModel(const std::string& dir) { return PathExists(dir + "/model_pa
 Status WriteModelParams(const std::string& dir, const Config& config, const ModelMeta& meta) {
   Json j = config.ToJson();
   j["datasynth"] = meta.ToJson();
+  // Binds the tokenizer to this model (a tokenizer.json copied from another model
+  // with the same vocabulary size would otherwise load and mistranslate every id).
+  if (PathExists(dir + "/tokenizer.json")) {
+    DS_ASSIGN_OR_RETURN(std::string tok, ReadFile(dir + "/tokenizer.json", 64 << 20));
+    j["datasynth"]["tokenizer_crc32"] = Crc32(tok.data(), tok.size());
+  }
   return WriteFileAtomic(dir + "/model_params.json", j.dump(2) + "\n");
 }
 
@@ -111,10 +117,21 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir) {
   model->dir = dir;
   if (!j.contains("datasynth")) return DS_ERR(kCorrupt, "{}: missing 'datasynth' block", params_path);
   DS_ASSIGN_OR_RETURN(model->meta, ModelMeta::FromJson(j["datasynth"], params_path));
+  // Optional (models written before it existed have none); see WriteModelParams.
+  const Json tokenizer_crc = j["datasynth"].value("tokenizer_crc32", Json());
   j.erase("datasynth");
   DS_RETURN_IF_ERROR(model->config.MergeJson(j, params_path));
 
   DS_ASSIGN_OR_RETURN(model->tokenizer, LoadTokenizer(dir));
+  if (!tokenizer_crc.is_null()) {
+    DS_ASSIGN_OR_RETURN(std::string tok, ReadFile(dir + "/tokenizer.json", 64 << 20));
+    if (!tokenizer_crc.is_number_unsigned() ||
+        tokenizer_crc.get<uint64_t>() != Crc32(tok.data(), tok.size()))
+      return DS_ERR(kCorrupt,
+                    "{}/tokenizer.json: does not belong to this model_params.json (checksum; "
+                    "tokenizer from another model?)",
+                    dir);
+  }
   if (model->tokenizer->vocab_size() != model->meta.spec.vocab_size)
     return DS_ERR(kCorrupt,
                   "{}: tokenizer has {} tokens but the network was trained for {} (tokenizer "

@@ -41,8 +41,8 @@
 #include <unordered_set>
 
 #include "tokenize/internal.h"
-#include "util/utf8.h"
 #include "util/rng.h"
+#include "util/utf8.h"
 
 namespace ds::tok_internal {
 namespace {
@@ -92,7 +92,15 @@ class SpTokenizer final : public TableTokenizer {
       escape_of_[from] = to;
       unescape[to] = from;
     }
-    auto st = sp_.LoadFromSerializedProto(model_proto_);
+    sentencepiece::util::Status st;
+    try {
+      st = sp_.LoadFromSerializedProto(model_proto_);
+    } catch (const std::exception& e) {
+      // SentencePiece throws on some malformed models (e.g. an empty piece: "failed
+      // to insert key: zero-length key" from its trie builder); found by fuzzing.
+      return Status(code, fmt::format("{}: not a SentencePiece model: {}", where, e.what()),
+                    __FILE__, __LINE__);
+    }
     if (!st.ok())
       return Status(code, fmt::format("{}: not a SentencePiece model: {}", where, st.ToString()),
                     __FILE__, __LINE__);
@@ -172,7 +180,12 @@ class SpTokenizer final : public TableTokenizer {
       }
     }
     std::vector<int> ids;
-    auto st = sp_.Encode(mapped, &ids);
+    sentencepiece::util::Status st;
+    try {
+      st = sp_.Encode(mapped, &ids);
+    } catch (const std::exception& e) {
+      return DS_ERR(kInternal, "SentencePiece encode failed: {}", e.what());
+    }
     if (!st.ok()) return DS_ERR(kInternal, "SentencePiece encode failed: {}", st.ToString());
     const int pieces = sp_.GetPieceSize();
     for (int id : ids) {

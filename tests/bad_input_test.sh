@@ -1,0 +1,341 @@
+#!/usr/bin/env bash
+# Bad-input matrix (issue #7 item 1), end to end through the real CLI: every case is a
+# generated bad file under a temp dir given to `datasynth train`, `info` or `generate`.
+# Each error case asserts: non-zero exit (2 for bad input, 1 for I/O errors and out of
+# memory), exactly
+# one "datasynth: error:" line holding the expected text (file, line and field where
+# relevant), and that nothing which looks complete is left behind (no
+# model_params.json in a new model dir, no output file). Cases with documented
+# handling that is not an error assert that handling. The table of cases is in
+# docs/reliability.md; keep the two in step.
+set -uo pipefail
+DS=$1
+ROOT=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fails=0; passes=0
+pass() { echo "ok: $1"; passes=$((passes + 1)); }
+fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
+
+# Tiny network: each training run takes a second or two.
+NET=(--epochs 1 --embedding-dim 8 --rnn-units 16 --batch-size 4 --seq-length 16 --threads 1)
+SMALL=("${NET[@]}" --tokenizer char --seed 5)
+CSV=(--field-delimiter ,)
+
+# expect_error NAME WANT_RC SUBSTRING LEFTOVER -- ARGS...
+#   LEFTOVER: a model dir that must not hold model_params.json, or a file that must
+#   not exist afterwards ("" for none).
+expect_error() {
+  local name=$1 want_rc=$2 want=$3 left=$4
+  shift 5
+  local out rc
+  out=$("$DS" "$@" 2>&1 >/dev/null)
+  rc=$?
+  if [ $rc -eq 0 ]; then fail "$name: exit 0"; return; fi
+  if [ "$want_rc" != any ] && [ $rc -ne "$want_rc" ]; then fail "$name: exit $rc, want $want_rc: $out"; return; fi
+  if ! grep -qF -- "$want" <<<"$out"; then fail "$name: message '$out' lacks '$want'"; return; fi
+  if [ "$(grep -c "datasynth: error:" <<<"$out")" -ne 1 ]; then fail "$name: not exactly one error line: $out"; return; fi
+  if [ -n "$left" ] && { [ -e "$left/model_params.json" ] || [ -f "$left" ]; }; then
+    fail "$name: left $left behind"; return
+  fi
+  pass "$name ($(grep "datasynth: error:" <<<"$out" | cut -c1-160))"
+}
+train_error() {  # train_error NAME SUBSTRING INPUT [extra args]: a CSV train that must fail
+  local name=$1 want=$2 input=$3
+  shift 3
+  expect_error "$name" 2 "$want" "$TMP/m_$name" -- train --input "$input" "${CSV[@]}" \
+    --model-dir "$TMP/m_$name" "${SMALL[@]}" "$@"
+  [ -e "$TMP/m_$name" ] && fail "$name: created the model directory and left it" || true
+}
+
+py() { python3 - "$@"; }
+
+# A valid base table: 60 rows, 3 columns.
+py "$TMP/good.csv" <<'EOF'
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write("name,age,city\n")
+    for i in range(60):
+        f.write(f"n{i % 7},{20 + i % 30},{['Oslo', 'Rome', 'Lima'][i % 3]}\n")
+EOF
+
+# ============================ CSV / text input ============================
+printf 'a,b\n1,2\n3,"open\n4,5\n6,7\n' > "$TMP/quote.csv"
+train_error quote "quote.csv:3: field 2 'b': unbalanced quote" "$TMP/quote.csv"
+printf 'a,b\n1,2\n"x"y,3\n' > "$TMP/afterquote.csv"
+train_error after_quote "afterquote.csv:3: field 1 'a'" "$TMP/afterquote.csv"
+
+{ head -n 20 "$TMP/good.csv"; echo "only,two"; tail -n 5 "$TMP/good.csv"; } > "$TMP/ragged.csv"
+train_error ragged "ragged.csv:21: expected 3 fields (as in the header), found 2" "$TMP/ragged.csv"
+{ head -n 10 "$TMP/good.csv"; echo "a,b,c,d"; } > "$TMP/ragged_long.csv"
+train_error ragged_long "ragged_long.csv:11: expected 3 fields (as in the header), found 4" "$TMP/ragged_long.csv"
+
+{ head -n 5 "$TMP/good.csv"; printf 'n1,2\0003,Oslo\n'; } > "$TMP/nul.csv"
+train_error nul "nul.csv:6: field 2 'age': NUL byte (binary file?)" "$TMP/nul.csv"
+
+{ head -n 5 "$TMP/good.csv"; printf 'n1,22,Z\xfcrich\n'; } > "$TMP/latin1.csv"
+train_error invalid_utf8 "latin1.csv:6: field 3 'city': invalid UTF-8 at byte 1 of the field" "$TMP/latin1.csv"
+printf 'ok line\nbad \xc3\x28 line\n' > "$TMP/latin1.txt"
+expect_error invalid_utf8_text 2 "latin1.txt:2: invalid UTF-8 at byte 4 of the line" "$TMP/m_utf8txt" -- \
+  train --input "$TMP/latin1.txt" --model-dir "$TMP/m_utf8txt" "${SMALL[@]}"
+
+# 10 MB field: within the reader's 16 MiB field limit. SentencePiece (the default
+# tokenizer) refuses records longer than max_line_len; a field over 16 MiB is a
+# reader error naming the line and field.
+py "$TMP/bigfield.csv" "$TMP/hugefield.csv" <<'EOF'
+import sys
+for path, n in ((sys.argv[1], 10 << 20), (sys.argv[2], (16 << 20) + 1)):
+    with open(path, "w") as f:
+        f.write("id,text\n")
+        for i in range(30):
+            f.write(f"{i},short\n")
+        f.write("30," + "x" * n + "\n")
+EOF
+expect_error field_10mb_sentencepiece 2 "training record 31: 10485763 bytes is longer than max_line_len 2048" \
+  "$TMP/m_big" -- train --input "$TMP/bigfield.csv" "${CSV[@]}" --model-dir "$TMP/m_big" \
+  --epochs 1 --rnn-units 16 --embedding-dim 8 --vocab-size 30
+train_error field_over_16mib "hugefield.csv:32: field 2 'text': field longer than 16777216 bytes" "$TMP/hugefield.csv"
+
+# 10,000 columns: handled (the reader's limit is 100,000 fields per record); with column
+# markers the vocabulary holds 10,001 special tokens and every record is >= 20,000 tokens.
+py "$TMP/wide.csv" <<'EOF'
+import sys
+n = 10000
+with open(sys.argv[1], "w") as f:
+    f.write(",".join(f"c{i}" for i in range(n)) + "\n")
+    for r in range(3):
+        f.write(",".join(str((i * 7 + r) % 10) for i in range(n)) + "\n")
+EOF
+if "$DS" train --input "$TMP/wide.csv" "${CSV[@]}" --model-dir "$TMP/m_wide" "${SMALL[@]}" \
+     > "$TMP/wide.log" 2>&1 && grep -q "char with 10011 tokens, column markers" "$TMP/wide.log" &&
+   "$DS" info --model-dir "$TMP/m_wide" 2>&1 | grep -q "columns      10000"; then
+  pass "10000 columns: trains (10011 tokens with column markers), info shows 10000 columns"
+else
+  fail "10000 columns: $(tail -3 "$TMP/wide.log")"
+fi
+
+: > "$TMP/empty.csv"
+train_error empty "empty.csv: empty file (no header row)" "$TMP/empty.csv"
+printf '\n\n\r\n' > "$TMP/blank.csv"
+train_error blank_lines_only "blank.csv: empty file (no header row)" "$TMP/blank.csv"
+: > "$TMP/empty.txt"
+expect_error empty_text 2 "empty.txt: empty input, no records" "$TMP/m_emptytxt" -- \
+  train --input "$TMP/empty.txt" --model-dir "$TMP/m_emptytxt" "${SMALL[@]}"
+head -n 1 "$TMP/good.csv" > "$TMP/header.csv"
+train_error header_only "header.csv: header only, no records to train on" "$TMP/header.csv"
+{ echo "name,age,name"; tail -n +2 "$TMP/good.csv"; } > "$TMP/dup.csv"
+train_error duplicate_header "dup.csv: duplicate column name 'name' (columns 1 and 3)" "$TMP/dup.csv"
+{ echo "name,,city"; tail -n +2 "$TMP/good.csv"; } > "$TMP/emptyname.csv"
+train_error empty_header_name "emptyname.csv: column 2 has an empty name" "$TMP/emptyname.csv"
+
+# BOM + CRLF: handled: the BOM is dropped, CRLF ends records, names and values are clean.
+{ printf '\xef\xbb\xbf'; sed 's/$/\r/' "$TMP/good.csv"; } > "$TMP/bomcrlf.csv"
+if "$DS" train --input "$TMP/bomcrlf.csv" "${CSV[@]}" --model-dir "$TMP/m_bom" "${SMALL[@]}" 2>"$TMP/bom.log" &&
+   py "$TMP/m_bom" <<'EOF'
+import json, sys
+p = json.load(open(sys.argv[1] + "/model_params.json"))["datasynth"]
+assert p["header"] == ["name", "age", "city"], p["header"]
+assert p["records"] == 60, p["records"]
+chars = "".join(json.load(open(sys.argv[1] + "/tokenizer.json"))["char"]["chars"])
+assert "\r" not in chars and "\ufeff" not in chars, repr(chars)
+EOF
+then
+  pass "BOM + CRLF: header [name, age, city], 60 records, no CR or BOM in the vocabulary"
+else
+  fail "BOM + CRLF: $(tail -3 "$TMP/bom.log")"
+fi
+
+gzip -c "$TMP/good.csv" > "$TMP/good.csv.gz"
+head -c $(( $(stat -c %s "$TMP/good.csv.gz") - 6 )) "$TMP/good.csv.gz" > "$TMP/trunc.csv.gz"
+train_error gzip_truncated "trunc.csv.gz: truncated gzip stream" "$TMP/trunc.csv.gz"
+{ head -c 40 "$TMP/good.csv.gz"; head -c 100 /dev/zero | tr '\0' 'Z'; } > "$TMP/corrupt.csv.gz"
+train_error gzip_corrupt "corrupt.csv.gz: corrupt gzip stream" "$TMP/corrupt.csv.gz"
+if "$DS" train --input "$TMP/good.csv.gz" "${CSV[@]}" --model-dir "$TMP/m_gz" "${SMALL[@]}" 2>/dev/null; then
+  pass "complete gzip input trains"
+else
+  fail "complete gzip input does not train"
+fi
+
+# A binary file given as text (the datasynth executable) and as CSV (random bytes).
+expect_error binary_as_text 2 "NUL byte at byte" "$TMP/m_bin" -- \
+  train --input "$DS" --model-dir "$TMP/m_bin" "${SMALL[@]}"
+expect_error binary_as_text_names_line 2 "$(basename "$DS"):1:" "$TMP/m_bin" -- \
+  train --input "$DS" --model-dir "$TMP/m_bin" "${SMALL[@]}"
+head -c 65536 /dev/urandom > "$TMP/random.bin"
+train_error binary_as_csv "random.bin:" "$TMP/random.bin"
+
+# ============================ config files and flags ============================
+cfg_error() {  # cfg_error NAME SUBSTRING JSON
+  printf '%s' "$3" > "$TMP/$1.json"
+  expect_error "config_$1" 2 "$2" "$TMP/m_cfg_$1" -- train --input "$TMP/good.csv" "${CSV[@]}" \
+    --model-dir "$TMP/m_cfg_$1" --config "$TMP/$1.json"
+}
+cfg_error wrong_type_string "wrong_type_string.json: config key 'epochs': expected an integer, got \"ten\"" '{"epochs": "ten"}'
+cfg_error wrong_type_fraction "config key 'batch_size': expected an integer, got 8.5" '{"batch_size": 8.5}'
+cfg_error wrong_type_bool "config key 'overwrite': expected true or false, got 1" '{"overwrite": 1}'
+cfg_error wrong_type_number "config key 'learning_rate': expected a number, got \"0.01\"" '{"learning_rate": "0.01"}'
+cfg_error wrong_type_string_key "config key 'optimizer': expected a string, got 3" '{"optimizer": 3}'
+cfg_error unknown_key "unknown_key.json: unknown config key 'epoch'" '{"epoch": 3}'
+cfg_error negative_size "config key 'batch_size': value -8 out of range [1, 65536]" '{"batch_size": -8}'
+cfg_error negative_epochs "config key 'epochs': value -1 out of range" '{"epochs": -1}'
+cfg_error absurd_units "config key 'rnn_units': value 100000000 out of range [1, 65536]" '{"rnn_units": 100000000}'
+cfg_error absurd_int "config key 'epochs': expected an integer in range, got 1e+20" '{"epochs": 1e20}'
+cfg_error absurd_seq "config key 'seq_length': value 1000000 out of range" '{"seq_length": 1000000}'
+cfg_error bad_enum "config key 'optimizer': 'sgd' is not one of: rmsprop, adam" '{"optimizer": "sgd"}'
+cfg_error not_json "not_json.json: not valid JSON" '{"epochs": 1,'
+cfg_error not_object "not_object.json: expected a JSON object of config keys" '[1, 2]'
+printf '{"field_delimiter": ";;"}' > "$TMP/bad_delim.json"
+expect_error config_bad_delimiter 2 "config key 'field_delimiter': ';;' must be one character" "$TMP/m_cfgdelim" -- \
+  train --input "$TMP/good.csv" --model-dir "$TMP/m_cfgdelim" --config "$TMP/bad_delim.json"
+expect_error config_missing 2 "nope.json: cannot open config file" "$TMP/m_cfgmiss" -- \
+  train --input "$TMP/good.csv" "${CSV[@]}" --model-dir "$TMP/m_cfgmiss" --config "$TMP/nope.json"
+expect_error flag_not_integer 2 "config key 'epochs': 'abc' is not an integer" "$TMP/m_flag" -- \
+  train --input "$TMP/good.csv" "${CSV[@]}" --model-dir "$TMP/m_flag" --epochs abc
+expect_error flag_invalid_utf8 2 "config key 'field_delimiter_token': value is not valid UTF-8" "$TMP/m_flagu" -- \
+  train --input "$TMP/good.csv" "${CSV[@]}" --model-dir "$TMP/m_flagu" "${SMALL[@]}" \
+  --field-delimiter-token "$(printf '<\xff>')"
+# Sizes in range whose network does not fit in memory: a clear out-of-memory error
+# (exit 1), not a crash; the address-space limit makes the allocation fail quickly.
+out=$( (ulimit -v 4000000; "$DS" train --input "$TMP/good.csv" "${CSV[@]}" --model-dir "$TMP/m_oom" \
+        --tokenizer char --epochs 1 --batch-size 4 --seq-length 16 --rnn-units 65536 --embedding-dim 65536) 2>&1 >/dev/null)
+rc=$?
+if [ $rc -eq 1 ] && grep -q "datasynth: error: .*out of memory" <<<"$out" && [ ! -e "$TMP/m_oom/model_params.json" ]; then
+  pass "absurd in-range sizes: out of memory, exit 1, no model ($(grep error: <<<"$out" | cut -c1-160))"
+else
+  fail "absurd in-range sizes: rc $rc: $out"
+fi
+
+# ============================ model directories ============================
+M=$TMP/model
+"$DS" train --input "$TMP/good.csv" "${CSV[@]}" --model-dir "$M" "${SMALL[@]}" 2>/dev/null ||
+  fail "training the base model failed"
+"$DS" train --input "$TMP/good.csv" "${CSV[@]}" --model-dir "$TMP/model_seed6" "${NET[@]}" --tokenizer char --seed 6 2>/dev/null
+sed 's/Oslo/Oslx/' "$TMP/good.csv" > "$TMP/other.csv"  # same number of distinct characters
+"$DS" train --input "$TMP/other.csv" "${CSV[@]}" --model-dir "$TMP/model_other" "${SMALL[@]}" 2>/dev/null
+"$DS" train --input "$ROOT/examples/telco_churn_2k.csv" "${CSV[@]}" --model-dir "$TMP/model_telco" \
+  "${SMALL[@]}" --max-lines 100 2>/dev/null
+wfile() { python3 -c "import json,sys;print(json.load(open(sys.argv[1]+'/model_params.json'))['datasynth']['weights_file'])" "$1"; }
+W=$(wfile "$M")
+"$DS" generate --model-dir "$M" --num-lines 3 --output "$TMP/ok.csv" --seed 1 >/dev/null 2>&1 &&
+  [ -s "$TMP/ok.csv" ] && pass "base model generates" || fail "base model does not generate"
+
+variant() {  # variant NAME: a fresh copy of the base model in $TMP/v_NAME
+  rm -rf "$TMP/v_$1"; cp -r "$M" "$TMP/v_$1"; echo "$TMP/v_$1"
+}
+model_error() {  # model_error NAME SUBSTRING DIR: info and generate both refuse DIR
+  expect_error "$1 (info)" 2 "$2" "" -- info --model-dir "$3"
+  expect_error "$1 (generate)" 2 "$2" "$TMP/out_$1.csv" -- generate --model-dir "$3" \
+    --num-lines 3 --output "$TMP/out_$1.csv" --seed 1
+}
+
+d=$(variant trunc); truncate -s 6000 "$d/$W"
+model_error weights_truncated "$W: file is 6000 bytes but its header says" "$d"
+d=$(variant trunc_header); truncate -s 100 "$d/$W"
+model_error weights_truncated_header "$W: truncated weights file (100 bytes, header needs 4096)" "$d"
+d=$(variant empty_weights); : > "$d/$W"
+model_error weights_empty "$W: truncated weights file (0 bytes" "$d"
+d=$(variant flip); py "$d/$W" <<'EOF'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read()); b[4096 + 100] ^= 0x01; open(sys.argv[1], "wb").write(b)
+EOF
+model_error weights_corrupted "$W: section 'params' checksum mismatch (file edited or corrupted)" "$d"
+d=$(variant hdr); py "$d/$W" <<'EOF'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read()); b[40] ^= 0x20; open(sys.argv[1], "wb").write(b)
+EOF
+model_error weights_header_edited "$W: header checksum mismatch" "$d"
+# Edited with every checksum inside the file fixed up: only model_params.json's
+# checksum can tell (weights from another model of the same shape look the same).
+d=$(variant edited); py "$d/$W" <<'EOF'
+import struct, sys, zlib
+p = sys.argv[1]; b = bytearray(open(p, "rb").read())
+off, count = struct.unpack_from("<QQ", b, 32 + 40)
+struct.pack_into("<f", b, off, 0.123)
+struct.pack_into("<I", b, 32 + 56, zlib.crc32(bytes(b[off:off + 4 * count])))
+struct.pack_into("<I", b, 24, 0); struct.pack_into("<I", b, 24, zlib.crc32(bytes(b[:4096])))
+open(p, "wb").write(b)
+EOF
+model_error weights_edited "$W: does not belong to this model_params.json (checksum)" "$d"
+d=$(variant foreign_weights); cp "$TMP/model_seed6/$(wfile "$TMP/model_seed6")" "$d/$W"
+model_error weights_from_other_model "$W: does not belong to this model_params.json (checksum)" "$d"
+d=$(variant wversion); py "$d/$W" <<'EOF'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read()); struct.pack_into("<I", b, 8, 2); open(sys.argv[1], "wb").write(b)
+EOF
+model_error weights_format_version "$W: weights format version 2 is not supported (this build reads 1)" "$d"
+d=$(variant magic); printf 'NOTMAGIC' | dd of="$d/$W" conv=notrunc 2>/dev/null
+model_error weights_not_a_weights_file "$W: not a datasynth weights file (bad magic)" "$d"
+
+edit_params() {  # edit_params DIR PYTHON-STATEMENTS on p (the parsed model_params.json)
+  py "$1/model_params.json" "$2" <<'EOF'
+import json, sys
+p = json.load(open(sys.argv[1])); exec(sys.argv[2]); open(sys.argv[1], "w").write(json.dumps(p))
+EOF
+}
+d=$(variant fversion); edit_params "$d" 'p["datasynth"]["format_version"] = 2'
+model_error format_version "model format version 2 is not supported (this build reads 1)" "$d"
+d=$(variant fversion_str); edit_params "$d" 'p["datasynth"]["format_version"] = "1"'
+model_error format_version_type "malformed model metadata" "$d"
+d=$(variant shape); edit_params "$d" 'p["datasynth"]["network"]["rnn_units"] = 32'
+model_error network_shape_edited "section 'params' holds" "$d"
+d=$(variant shape_absurd); edit_params "$d" 'p["datasynth"]["network"]["rnn_units"] = 10**9'
+model_error network_shape_absurd "network shape out of range" "$d"
+d=$(variant params_key); edit_params "$d" 'p["epochs"] = "many"'
+model_error params_bad_config_value "model_params.json: config key 'epochs': expected an integer" "$d"
+d=$(variant wname); edit_params "$d" 'p["datasynth"]["weights_file"] = "../../etc/passwd"'
+model_error weights_name_is_a_path "bad weights_file name '../../etc/passwd'" "$d"
+d=$(variant params_trunc); truncate -s 200 "$d/model_params.json"
+model_error params_truncated "model_params.json: not valid JSON" "$d"
+d=$(variant params_noblock); edit_params "$d" 'del p["datasynth"]'
+model_error params_no_datasynth_block "missing 'datasynth' block" "$d"
+d=$(variant rules); printf '{"columns": [' > "$d/column_rules.json"
+model_error column_rules_corrupted "column_rules.json: not valid JSON" "$d"
+
+d=$(variant noweights); rm "$d/$W"
+model_error missing_weights "$W: missing weights file" "$d"
+d=$(variant notok); rm "$d/tokenizer.json"
+model_error missing_tokenizer "tokenizer.json: no such file" "$d"
+d=$(variant noparams); rm "$d/model_params.json"
+model_error missing_model_params "not a trained model (no model_params.json)" "$d"
+model_error missing_dir "model directory does not exist" "$TMP/no_such_model"
+
+# Tokenizer from another model: a different vocabulary size is caught by the size
+# check; the same size (other data) by model_params.json's tokenizer checksum.
+d=$(variant tok_telco); cp "$TMP/model_telco/tokenizer.json" "$d/tokenizer.json"
+model_error tokenizer_other_model "tokenizer from another model?" "$d"
+d=$(variant tok_same_size); cp "$TMP/model_other/tokenizer.json" "$d/tokenizer.json"
+if cmp -s "$M/tokenizer.json" "$d/tokenizer.json"; then
+  fail "tokenizer_same_size: the two tokenizers are identical (test data)"
+else
+  model_error tokenizer_other_model_same_size "tokenizer.json: does not belong to this model_params.json" "$d"
+fi
+d=$(variant tok_garbage); printf '\x00\x01binary' > "$d/tokenizer.json"
+model_error tokenizer_garbage "tokenizer.json: not valid JSON" "$d"
+d=$(variant tok_version); edit_params "$d" 'pass'
+py "$d/tokenizer.json" <<'EOF'
+import json, sys
+t = json.load(open(sys.argv[1])); t["format_version"] = 9; open(sys.argv[1], "w").write(json.dumps(t))
+EOF
+model_error tokenizer_format_version "tokenizer.json: format_version 9 is not supported" "$d"
+
+# SentencePiece: tokenizer.model is bound to tokenizer.json by size and CRC-32.
+SP=$TMP/model_sp
+"$DS" train --input "$TMP/good.csv" "${CSV[@]}" --model-dir "$SP" "${NET[@]}" --tokenizer sentencepiece \
+  --vocab-size 40 2>/dev/null || fail "training the SentencePiece model failed"
+"$DS" train --input "$TMP/other.csv" "${CSV[@]}" --model-dir "$TMP/model_sp2" "${NET[@]}" \
+  --tokenizer sentencepiece --vocab-size 40 2>/dev/null
+rm -rf "$TMP/v_spmodel"; cp -r "$SP" "$TMP/v_spmodel"
+cp "$TMP/model_sp2/tokenizer.model" "$TMP/v_spmodel/tokenizer.model"
+model_error sp_model_from_other_model "tokenizer.model: does not match tokenizer.json" "$TMP/v_spmodel"
+rm -rf "$TMP/v_sptrunc"; cp -r "$SP" "$TMP/v_sptrunc"; truncate -s 50 "$TMP/v_sptrunc/tokenizer.model"
+model_error sp_model_truncated "tokenizer.model: does not match tokenizer.json (size 50" "$TMP/v_sptrunc"
+rm -rf "$TMP/v_spmissing"; cp -r "$SP" "$TMP/v_spmissing"; rm "$TMP/v_spmissing/tokenizer.model"
+model_error sp_model_missing "tokenizer.model: no such file" "$TMP/v_spmissing"
+
+# A model directory given as training input, and an input given as model directory.
+expect_error model_dir_as_input 1 "model: is a directory, not a file" "$TMP/m_dirin" -- \
+  train --input "$M" "${CSV[@]}" --model-dir "$TMP/m_dirin" "${SMALL[@]}"
+model_error file_as_model_dir "not a trained model" "$TMP/good.csv"
+
+echo "$passes passed, $fails failed"
+[ $fails -eq 0 ]
