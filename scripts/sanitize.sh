@@ -37,7 +37,7 @@ UNIT_TESTS=$(cd tests && ls *_test.cc | sed 's/\.cc$//' | grep -v -E '^(cuda_bac
 TSAN_TESTS="lstm_grad_test workers_test generate_test generate_e2e_test"
 
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$ROOT/scripts/tsan.supp"
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ignore_noninstrumented_modules=1 suppressions=$ROOT/scripts/tsan.supp"
 
 if [[ " $STEPS " == *" asan "* ]]; then
   stamp "ASan+UBSan: configure + build (build-fuzz)"
