@@ -4,6 +4,7 @@
 set -euo pipefail
 PKGS=(build-essential cmake ninja-build pkg-config git
       libsentencepiece-dev sentencepiece libdnnl-dev libopenblas-dev
+      ocl-icd-opencl-dev opencl-headers  # libdnnl-dev's CMake config needs OpenCL (only a recommendation of it)
       libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
       libgtest-dev libgmock-dev googletest libbenchmark-dev python3
       clang libclang-rt-dev libomp-dev  # scripts/sanitize.sh, scripts/fuzz.sh
