@@ -2,8 +2,23 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "cli.h"
+
+namespace {
+
+// CLI11's own parse errors ("--model-dir is required", "The following argument
+// was not expected: x") as one "datasynth: error:" line with the usage exit code.
+int UsageError(const CLI::App& app, const CLI::ParseError& e) {
+  std::string cmd = "datasynth";
+  for (const CLI::App* sub : app.get_subcommands()) cmd += " " + sub->get_name();
+  std::fprintf(stderr, "datasynth: error: %s (see '%s --help')\n", e.what(), cmd.c_str());
+  return 2;  // usage (cli.h: exit codes)
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // A file-size limit (ulimit -f) makes write() fail with EFBIG, reported
@@ -19,12 +34,18 @@ int main(int argc, char** argv) {
   ds::cli::AddGenerateCommand(app);
   ds::cli::AddEvaluateCommand(app);
   ds::cli::AddSynthesizeCommand(app);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto normalized = ds::cli::NormalizeBoolFlags(app, std::move(args));
+  if (!normalized.ok()) return ds::cli::Fail(normalized.status());
+  std::vector<char*> av = {argv[0]};
+  for (auto& a : normalized.value()) av.push_back(a.data());
   try {
-    app.parse(argc, argv);
+    app.parse(int(av.size()), av.data());
   } catch (const CLI::RuntimeError& e) {
     return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    return UsageError(app, e);
   } catch (const ds::Error& e) {
     return ds::cli::Fail(e.status());
   } catch (const std::bad_alloc&) {
