@@ -420,7 +420,7 @@ if dst train --input "$TMP/good.csv" --model-dir "$TMP/m_bool1" "${SMALL[@]}" --
      --validation-split 2>"$TMP/bool2.log" && [ "$(base_dir "$TMP/m_bool2")" = "False True ['name', 'age', 'city']" ]; then
   pass "booleans: --early-stopping false / --validation-split no / --x=false / bare --x"
 else
-  fail "booleans: $(tail -2 "$TMP/bool1.log" "$TMP/bool2.log")"
+  fail "booleans: $(tail -n 2 "$TMP/bool1.log" "$TMP/bool2.log")"
 fi
 if dst info --json "$M" | python3 -c 'import json,sys; json.load(sys.stdin)' 2>/dev/null; then
   pass "booleans: 'info --json DIR' keeps DIR as the model directory"

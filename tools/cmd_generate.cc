@@ -39,6 +39,11 @@ Status ReadOverrides(const GenArgs& a, GenOverrides* o) {
   o->seed = uint64_t(c.seed);
   if (!std::isfinite(a.parallelism))
     return DS_ERR(kInvalidArgument, "--parallelism {}: expected a finite number", a.parallelism);
+  // The device keys' rules (also when --device cpu would never read them).
+  if (Status s = c.Set("gpu_memory", a.gpu_memory); !s.ok()) return s.WithContext("--gpu-memory");
+  if (!a.gpu_memory_limit.empty())
+    if (Status s = c.Set("gpu_memory_limit", a.gpu_memory_limit); !s.ok())
+      return s.WithContext("--gpu-memory-limit");
   if (!(a.checkpoint_interval >= 0 && a.checkpoint_interval <= 86400))
     return DS_ERR(kInvalidArgument, "--checkpoint-interval {}: expected seconds in [0, 86400]",
                   a.checkpoint_interval);
