@@ -436,6 +436,7 @@ expect_error cli11_twice 2 "datasynth: error: --model-dir: At Most 1 required bu
 expect_error cli11_required 2 "datasynth: error: --model-dir is required" "" -- generate --num-lines 3
 expect_error cli11_unexpected 2 "datasynth: error: The following argument was not expected: --bogus" "" -- \
   info --model-dir "$M" --bogus
+expect_error cli_unknown_command 2 "datasynth: error: unknown command 'frob' (commands: train, info" "" -- frob --model-dir "$M"
 if out=$(dst train --help 2>&1) && grep -q "^Usage: " <<<"$out" && ! grep -q "error" <<<"$out" &&
    grep -q -- "--epochs INT .*range \[1, 1000000\] \[default: 100\]" <<<"$out"; then
   pass "train --help: usage with ranges and defaults, exit 0"
