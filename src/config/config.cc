@@ -4,7 +4,6 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -159,7 +158,7 @@ std::vector<Config::Key> MakeKeys() {
        1000000000000000);
 #undef DS_KEY
   for (const auto& key : k)  // an int key's range must fit an int (no wrap-around)
-    if (key.type == T::kInt && (key.imin < -kIntMax || key.imax > kIntMax)) std::abort();
+    DS_CHECK(key.type != T::kInt || (key.imin >= -kIntMax && key.imax <= kIntMax));
   return k;
 }
 
