@@ -56,8 +56,10 @@ Result<std::vector<std::string>> NormalizeBoolFlags(const CLI::App& app,
 // A .csv / .csv.gz input without an explicit field_delimiter is read as CSV
 // with ',' (.tsv / .tsv.gz: tab); returns the note saying so ("" when the
 // delimiter was given, or the name says nothing). An explicit empty
-// delimiter (--field-delimiter '') trains on text lines.
-std::string DefaultDelimiterFromName(const std::string& input, Config* config);
+// delimiter (--field-delimiter '') trains on text lines; `tables_only`
+// (tabular mode) leaves that hint out of the note.
+std::string DefaultDelimiterFromName(const std::string& input, Config* config,
+                                     bool tables_only = false);
 
 // Whether a device fallback ("no usable GPU; running on the CPU") is worth
 // a line: the device was asked for (--device given) or --verbose.

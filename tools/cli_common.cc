@@ -164,7 +164,7 @@ Result<std::vector<std::string>> NormalizeBoolFlags(const CLI::App& app,
   return out;
 }
 
-std::string DefaultDelimiterFromName(const std::string& input, Config* config) {
+std::string DefaultDelimiterFromName(const std::string& input, Config* config, bool tables_only) {
   if (config->IsExplicit("field_delimiter") || input.empty()) return "";
   std::string name = Lower(input);
   if (name.size() > 3 && name.compare(name.size() - 3, 3, ".gz") == 0)
@@ -176,10 +176,10 @@ std::string DefaultDelimiterFromName(const std::string& input, Config* config) {
   const char* d = ends(".csv") ? "," : ends(".tsv") ? "tab" : nullptr;
   if (d == nullptr) return "";
   if (!config->Set("field_delimiter", d).ok()) return "";
-  return fmt::format(
-      "note: {}: read as a table with delimiter {} (from the file name); give --field-delimiter "
-      "to choose another, or --field-delimiter '' to train on plain text lines",
-      input, d[0] == ',' ? "','" : "tab");
+  return fmt::format("note: {}: read as a table with delimiter {} (from the file name); give "
+                     "--field-delimiter to choose another{}",
+                     input, d[0] == ',' ? "','" : "tab",
+                     tables_only ? "" : ", or --field-delimiter '' to train on plain text lines");
 }
 
 void ReportDeviceFallback(bool device_given) { SetDeviceFallbackWarnings(device_given || g_verbose); }

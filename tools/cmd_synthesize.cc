@@ -23,7 +23,7 @@ int RunSynthesize(SynthArgs& a) {
   if (!a.config_file.empty())
     if (Status s = o.train.config.LoadFile(a.config_file); !s.ok()) return Fail(s);
   if (Status s = a.flags.Apply(&o.train.config); !s.ok()) return Fail(s);
-  if (std::string note = DefaultDelimiterFromName(a.input, &o.train.config); !note.empty())
+  if (std::string note = DefaultDelimiterFromName(a.input, &o.train.config, true); !note.empty())
     std::fprintf(stderr, "%s\n", note.c_str());
   if (o.train.config.field_delimiter.empty()) o.train.config.field_delimiter = ",";
   ReportDeviceFallback(o.train.config.IsExplicit("device"));

@@ -52,7 +52,7 @@ int RunTrain(TrainArgs& a) {
   }
   if (Status s = a.flags.Apply(&o.config); !s.ok()) return Fail(s);
   if (!a.resume)  // (a resumed run keeps the stored delimiter)
-    if (std::string note = DefaultDelimiterFromName(a.input, &o.config); !note.empty())
+    if (std::string note = DefaultDelimiterFromName(a.input, &o.config, a.tabular); !note.empty())
       std::fprintf(stderr, "%s\n", note.c_str());
   ReportDeviceFallback(o.config.IsExplicit("device"));
   o.input_path = a.input;
