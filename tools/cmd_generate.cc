@@ -39,8 +39,8 @@ Status ReadOverrides(const GenArgs& a, GenOverrides* o) {
   o->seed = uint64_t(c.seed);
   if (!std::isfinite(a.parallelism))
     return DS_ERR(kInvalidArgument, "--parallelism {}: expected a finite number", a.parallelism);
-  // The device keys' rules (also when --device cpu would never read them).
-  if (Status s = c.Set("gpu_memory", a.gpu_memory); !s.ok()) return s.WithContext("--gpu-memory");
+  // The key table's rule for the limit, also when --device cpu never reads it
+  // (--gpu-memory and --device are checked by ResolveInferDevice).
   if (!a.gpu_memory_limit.empty())
     if (Status s = c.Set("gpu_memory_limit", a.gpu_memory_limit); !s.ok())
       return s.WithContext("--gpu-memory-limit");
