@@ -51,6 +51,10 @@ int RunTrain(TrainArgs& a) {
     if (!s.ok()) return Fail(s);
   }
   if (Status s = a.flags.Apply(&o.config); !s.ok()) return Fail(s);
+  if (!a.resume)  // (a resumed run keeps the stored delimiter)
+    if (std::string note = DefaultDelimiterFromName(a.input, &o.config, a.tabular); !note.empty())
+      std::fprintf(stderr, "%s\n", note.c_str());
+  ReportDeviceFallback(o.config.IsExplicit("device"));
   o.input_path = a.input;
   o.model_dir = a.model_dir;
   o.resume = a.resume;

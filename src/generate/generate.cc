@@ -58,6 +58,12 @@ Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks
   return g;
 }
 
+Result<std::unique_ptr<Model>> LoadModelForGeneration(const std::string& dir) {
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModel(dir));
+  DS_RETURN_IF_ERROR(MakeGenerationModel(*model, RuleChecks{}, ConstraintLevel::kAuto).status());
+  return model;
+}
+
 Result<InferDevice> ResolveInferDevice(const std::string& device, const std::string& gpu_memory,
                                        const std::string& gpu_memory_limit, int workers,
                                        std::string* warning) {
@@ -71,7 +77,8 @@ Result<InferDevice> ResolveInferDevice(const std::string& device, const std::str
   if (!probe.usable) {
     if (req == DeviceRequest::kCuda)
       return DS_ERR(kUnavailable, "--device cuda: no usable GPU: {}", probe.why);
-    if (warning != nullptr) *warning = fmt::format("no usable GPU ({}); running on the CPU", probe.why);
+    if (warning != nullptr && DeviceFallbackWarnings())
+      *warning = fmt::format("no usable GPU ({}); running on the CPU", probe.why);
     return d;
   }
   d.kind = DeviceKind::kCuda;
@@ -104,7 +111,7 @@ Result<std::vector<std::string>> ReadStartStrings(const std::string& path) {
 Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& events,
                             GenerateSummary* summary) {
   *summary = GenerateSummary{};
-  DS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModel(cmd.model_dir));
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModelForGeneration(cmd.model_dir));
   // The device: the worker count decides each worker's share of the GPU.
   DS_ASSIGN_OR_RETURN(int workers, ResolveParallelism(cmd.run.parallelism, AvailableCpus()));
   {

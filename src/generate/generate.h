@@ -49,6 +49,13 @@ Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks
                                             ConstraintLevel constrain = ConstraintLevel::kAuto,
                                             const InferDevice& device = {});
 
+// LoadModel (model_dir.h: every file, checksum and metadata key) and then
+// every further check generation makes before it samples: the generation
+// model built on the CPU with all rule checks (column_rules.json against the
+// header, constraint tables against the tokenizer). The one validation
+// `generate` and `info` share: a model `info` accepts, `generate` loads.
+Result<std::unique_ptr<Model>> LoadModelForGeneration(const std::string& dir);
+
 // The device of a generation with `workers` worker processes:
 //   device           auto | cpu | cuda (auto: CUDA when a usable GPU is present,
 //                    else the CPU and `warning` says why)

@@ -691,6 +691,20 @@ Result<LoadedBatch> LoadBatch(const std::string& dir, const TabularSpec& spec, s
   return lb;
 }
 
+}  // namespace
+
+Result<TabularSpec> CheckTabularModel(const std::string& dir,
+                                      std::vector<std::unique_ptr<Model>>* batches) {
+  DS_ASSIGN_OR_RETURN(TabularSpec spec, ReadTabularSpec(dir));
+  for (size_t b = 0; b < spec.batches.size(); ++b) {
+    DS_ASSIGN_OR_RETURN(LoadedBatch lb, LoadBatch(dir, spec, b, RuleChecks{}, InferDevice{}));
+    if (batches != nullptr) batches->push_back(std::move(lb.model));
+  }
+  return spec;
+}
+
+namespace {
+
 // Seed values against batch 0's rules and tokenizer: errors name the seed.
 Status CheckSeeds(const TabularSeeds& seeds, const LoadedBatch& b0, char bdelim) {
   ColumnRules sub;
@@ -785,7 +799,8 @@ Status GenerateTabular(const TabularGenerateOptions& o, TabularObserver* observe
   TabularObserver& obs = observer ? *observer : null_observer;
   *summary = TabularGenerateSummary{};
   auto t0 = Clock::now();
-  DS_ASSIGN_OR_RETURN(TabularSpec spec, ReadTabularSpec(o.model_dir));
+  // Every batch checked up front (a corrupt last batch fails before the first generates).
+  DS_ASSIGN_OR_RETURN(TabularSpec spec, CheckTabularModel(o.model_dir));
   const size_t nb = spec.batches.size();
 
   // Seeds.

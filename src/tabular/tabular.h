@@ -72,6 +72,13 @@ namespace ds {
 bool IsTabularModel(const std::string& dir);
 // Reads and checks dir/tabular.json.
 Result<TabularSpec> ReadTabularSpec(const std::string& dir);
+// Every check GenerateTabular makes of a tabular model before it generates:
+// tabular.json, and each batch model loaded as generation loads it
+// (LoadModelForGeneration's checks) with the columns and delimiter
+// tabular.json names. `datasynth info` runs the same. `batches` (optional)
+// receives the loaded batch models.
+Result<TabularSpec> CheckTabularModel(const std::string& dir,
+                                      std::vector<std::unique_ptr<Model>>* batches = nullptr);
 
 // A whole table in memory.
 struct RowTable {
