@@ -1,6 +1,7 @@
 #include "generate/generate.h"
 
 #include <signal.h>
+#include <time.h>
 
 #include <algorithm>
 #include <fstream>
@@ -172,12 +173,25 @@ Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& ev
 
 namespace {
 std::atomic<bool> g_interrupted{false};
+std::atomic<int64_t> g_first_signal_ns{0};
+
+int64_t MonotonicNs() {  // clock_gettime is async-signal-safe
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 
 void OnInterrupt(int sig) {
-  if (g_interrupted.exchange(true)) {
-    ::signal(sig, SIG_DFL);
-    ::raise(sig);
+  const int64_t now = MonotonicNs();
+  if (!g_interrupted.exchange(true)) {
+    g_first_signal_ns.store(now);
+    return;
   }
+  // The same stop delivered twice at once (`timeout` signals the command and
+  // then its process group) is one request; a later signal ends at once.
+  if (now - g_first_signal_ns.load() < 200000000) return;
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
 }
 }  // namespace
 

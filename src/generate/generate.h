@@ -93,7 +93,9 @@ Status GenerateFromModelDir(const GenerateCommand& command, const GenerateEvents
 
 // Installs SIGINT/SIGTERM handlers that set the returned flag (for CLIs; the
 // library never installs handlers itself). A second signal restores the
-// default action and re-raises it (a second Ctrl-C kills at once).
+// default action and re-raises it (a second Ctrl-C kills at once); one
+// arriving within 0.2 s of the first counts as the same request (`timeout`
+// sends its signal to the command and to its process group).
 const std::atomic<bool>* InstallInterruptFlag();
 
 }  // namespace ds

@@ -198,11 +198,15 @@ class TrainRun {
 
   // --- time budget (see trainer.h) ---
   double Elapsed() const { return Since(t0_); }
+  // The mean step time of this session (the first, warm-up step left out when
+  // there are others), or the last step's when that was slower.
   double StepEstimate() const {
-    return steps_timed_ ? std::max(step_seconds_ / double(steps_timed_), last_step_seconds_) : 0;
+    return steps_timed_ ? std::max(step_seconds_ / double(steps_timed_), last_step_seconds_)
+                        : last_step_seconds_;
   }
+  // With a margin: the per-batch time is measured on few batches.
   double ValEstimate() const {
-    return cfg_.dp ? 0 : val_batch_seconds_ * double(data_.val_batches());
+    return cfg_.dp ? 0 : 1.15 * val_batch_seconds_ * double(data_.val_batches());
   }
   // Writing an epoch's files: measured after the first one; before, a guess
   // from the bytes written (weights, checkpoint with optimizer state).
@@ -210,9 +214,12 @@ class TrainRun {
     if (save_seconds_ > 0) return save_seconds_;
     return 0.1 + 4.0 * double(layout_.total) * sizeof(float) / 2e8;
   }
-  // Whether `seconds` more work, then the epoch's validation and save, fit.
+  // Whether `seconds` more work, then the epoch's validation and save (and
+  // the final files, kFinishReserve), fit.
+  static constexpr double kFinishReserve = 0.1;
   bool Fits(double seconds) const {
-    return budget_ <= 0 || Elapsed() + seconds + ValEstimate() + SaveEstimate() <= budget_;
+    return budget_ <= 0 ||
+           Elapsed() + seconds + ValEstimate() + SaveEstimate() + kFinishReserve <= budget_;
   }
   void ReportBudgetStop(const std::string& where) {
     obs_.OnInfo(fmt::format(
@@ -583,7 +590,7 @@ class TrainRun {
       recs_.FillBatch(first.data(), int(first.size()), &b);
     } else if (data_.val_batches() > 0) {
       // Also measures the validation cost; under a budget at most 5% of it.
-      return Validate(budget_ > 0 ? 0.05 * budget_ : kInf).loss;
+      return Validate(budget_ > 0 ? 0.05 * budget_ : kInf, 3).loss;
     } else {
       data_.TrainBatch(data_.EpochOrder(0, cfg_.buffer_size), 0, &b);
     }
@@ -599,26 +606,28 @@ class TrainRun {
   // Loss and accuracy over the validation batches, or over the first of them
   // that fit in max_seconds (at least one; they are a fixed random sample of
   // the stream). Measures the time per batch.
-  ValResult Validate(double max_seconds = kInf) {
+  ValResult Validate(double max_seconds = kInf, int64_t min_batches = 1) {
     ValResult v;
     if (cfg_.dp || data_.val_batches() == 0) return v;
     StepStats sum;
     Batch batch;
     auto v0 = Clock::now();
+    double first = 0;  // the first batch's time (warm-up), left out of the estimate
     for (int64_t b = 0; b < data_.val_batches(); ++b) {
       if (Cancelled()) {
         v.cancelled = true;
         return v;
       }
-      if (b > 0 && Since(v0) * double(b + 1) / double(b) > max_seconds) break;
+      if (b >= min_batches && Since(v0) * double(b + 1) / double(b) > max_seconds) break;
       data_.ValBatch(b, &batch);
       StepStats s = backend_->Step(batch, /*train=*/false, 0);
       sum.loss_sum += s.loss_sum;
       sum.correct += s.correct;
       sum.count += s.count;
       v.batches = b + 1;
+      if (b == 0) first = Since(v0);
     }
-    val_batch_seconds_ = Since(v0) / double(v.batches);
+    val_batch_seconds_ = v.batches > 1 ? (Since(v0) - first) / double(v.batches - 1) : first;
     v.loss = sum.loss_sum / sum.count;
     v.accuracy = sum.correct / sum.count;
     return v;
@@ -698,8 +707,10 @@ class TrainRun {
       }
       backend_->ApplyOptimizer(opt, ++global_step_);
       last_step_seconds_ = Since(s0);
-      step_seconds_ += last_step_seconds_;
-      ++steps_timed_;
+      if (steps_seen_++ > 0) {
+        step_seconds_ += last_step_seconds_;
+        ++steps_timed_;
+      }
       if (!std::isfinite(s.loss_sum))
         return DS_ERR(kInternal,
                       "training diverged at epoch {} step {} (loss is not finite); lower "
@@ -727,7 +738,8 @@ class TrainRun {
     r->loss = sum.loss_sum / std::max(sum.count, 1.0);
     r->accuracy = sum.correct / std::max(sum.count, 1.0);
     // Time-boxed under a budget: what is left after the save.
-    ValResult v = Validate(budget_ > 0 ? budget_ - Elapsed() - SaveEstimate() : kInf);
+    ValResult v =
+        Validate(budget_ > 0 ? budget_ - Elapsed() - SaveEstimate() - kFinishReserve : kInf);
     if (v.cancelled) return Interrupted();
     if (v.batches > 0 && v.batches < data_.val_batches())
       obs_.OnInfo(fmt::format("time budget: epoch {} validated on {} of {} batches", epoch,
@@ -941,7 +953,7 @@ class TrainRun {
   Clock::time_point t0_;
   double budget_ = 0, prior_wall_ = 0;
   double step_seconds_ = 0, last_step_seconds_ = 0, val_batch_seconds_ = 0, save_seconds_ = 0;
-  int64_t steps_timed_ = 0;
+  int64_t steps_seen_ = 0, steps_timed_ = 0;
   std::string stop_reason_ = "epochs";
   std::string weights_file_, checkpoint_file_;
   uint32_t weights_crc_ = 0;
