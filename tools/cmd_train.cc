@@ -77,7 +77,7 @@ int RunTrain(TrainArgs& a) {
     return 0;
   }
   CliObserver obs;
-  o.cancel = InstallInterruptFlag();
+  o.cancel = InstallInterruptThread();
   auto r = Train(o, &obs);
   obs.Finish();
   if (!r.ok() && r.status().code() == Code::kCancelled)

@@ -1,10 +1,12 @@
 #include "generate/generate.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <time.h>
 
 #include <algorithm>
 #include <fstream>
+#include <thread>
 
 #include "backend/backend.h"
 #ifdef DS_HAVE_CUDA
@@ -194,6 +196,38 @@ void OnInterrupt(int sig) {
   ::raise(sig);
 }
 }  // namespace
+
+const std::atomic<bool>* InstallInterruptThread() {
+  // Threads that exist already (a BLAS pool started when a library loaded)
+  // keep the signals unblocked: the handler runs there (they are idle).
+  struct sigaction sa = {};
+  sa.sa_handler = OnInterrupt;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);  // inherited by every later thread
+  std::thread([set] {
+    while (true) {
+      int sig = 0;
+      if (::sigwait(&set, &sig) != 0) continue;
+      const int64_t now = MonotonicNs();
+      if (!g_interrupted.exchange(true)) {
+        g_first_signal_ns.store(now);
+        continue;
+      }
+      if (now - g_first_signal_ns.load() < 200000000) continue;  // the same request
+      ::signal(sig, SIG_DFL);
+      ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+      ::raise(sig);  // the default action: the process ends
+    }
+  }).detach();
+  return &g_interrupted;
+}
 
 const std::atomic<bool>* InstallInterruptFlag() {
   struct sigaction sa = {};

@@ -128,7 +128,7 @@ class PipeObserver : public TrainObserver {
   // The parent stops the batch processes with SIGTERM (also when it dies):
   // Train() stops between steps and keeps its last saved epoch.
   TrainOptions opts = options;
-  opts.cancel = InstallInterruptFlag();
+  opts.cancel = InstallInterruptThread();
   ::signal(SIGINT, SIG_IGN);  // a terminal's Ctrl-C goes to the parent's decision
   ::signal(SIGPIPE, SIG_IGN);
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
