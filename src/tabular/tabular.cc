@@ -275,6 +275,19 @@ double AllotSeconds(double remaining, int procs, const std::vector<double>& busy
   return std::min(remaining, lo * double(std::max<int64_t>(pending.front(), 1)));
 }
 
+// The time budget of jobs[j], starting now (the jobs after it are not started).
+double BudgetFor(const std::vector<BatchJob>& jobs, size_t j, const std::vector<Child>& running,
+                 int procs, Clock::time_point deadline) {
+  const auto now = Clock::now();
+  std::vector<double> busy;
+  for (const auto& c : running)
+    busy.push_back(std::max(0.0, std::chrono::duration<double>(c.end - now).count()));
+  std::vector<int64_t> pending;
+  for (size_t k = j; k < jobs.size(); ++k) pending.push_back(jobs[k].bytes);
+  const double left = std::max(0.0, std::chrono::duration<double>(deadline - now).count());
+  return std::max(1e-3, AllotSeconds(left, procs, busy, pending));
+}
+
 // Runs the jobs in at most `procs` child processes at a time; with a deadline,
 // each batch gets its share of the time left (AllotSeconds).
 Status RunBatchJobs(std::vector<BatchJob> jobs, int procs, const TabularSpec& spec,
@@ -294,15 +307,7 @@ Status RunBatchJobs(std::vector<BatchJob> jobs, int procs, const TabularSpec& sp
       BatchJob& job = jobs[next++];
       std::string budget_note;
       if (deadline) {
-        const auto now = Clock::now();
-        std::vector<double> busy;
-        for (const auto& c : running)
-          busy.push_back(std::max(0.0, std::chrono::duration<double>(c.end - now).count()));
-        std::vector<int64_t> pending;
-        for (size_t k = next - 1; k < jobs.size(); ++k) pending.push_back(jobs[k].bytes);
-        const double left = std::chrono::duration<double>(*deadline - now).count();
-        job.options.time_budget_seconds =
-            std::max(1e-3, AllotSeconds(std::max(left, 0.0), procs, busy, pending));
+        job.options.time_budget_seconds = BudgetFor(jobs, next - 1, running, procs, *deadline);
         budget_note = fmt::format(", time budget {:.1f}s", job.options.time_budget_seconds);
       }
       int fds[2];
@@ -509,9 +514,9 @@ Status RunFailed(const TabularRun& run, const Status& st) {
   if (cancelled && (saved > 0 || run.resumed)) {
     (void)WriteResumeState(run, run.prior_wall + Since(run.t0));
     return DS_ERR(kCancelled,
-                  "interrupted; continue with --resume ({} of {} batch models finished, {} more "
-                  "with saved epochs, in {}; the finished ones are not trained again)",
-                  finished, n, saved - finished, dir);
+                  "interrupted; continue with --resume (in {}: {} of {} batch models finished, "
+                  "{} partly trained; finished ones are not trained again)",
+                  dir, finished, n, saved - finished);
   }
   if (run.resumed) return st;  // the interrupted run's state stays for another --resume
   CleanUp(dir, run.created, n);

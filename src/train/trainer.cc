@@ -197,6 +197,15 @@ class TrainRun {
   }
 
   // --- time budget (see trainer.h) ---
+  // This session's budget: given, or the configured one less earlier sessions'.
+  void SetBudget(const Json& resume_state) {
+    if (opts_.resume)
+      prior_wall_ = resume_state.value("wall_seconds", resume_state.value("seconds", 0.0));
+    if (opts_.time_budget_seconds > 0)
+      budget_ = opts_.time_budget_seconds;
+    else if (cfg_.max_training_time_seconds > 0)
+      budget_ = std::max(cfg_.max_training_time_seconds - prior_wall_, 1e-3);
+  }
   double Elapsed() const { return Since(t0_); }
   // The mean step time of this session (the first, warm-up step left out when
   // there are others), or the last step's when that was slower.
@@ -304,12 +313,7 @@ class TrainRun {
     auto t0 = Clock::now();
     Json resume_state;
     if (opts_.resume) DS_RETURN_IF_ERROR(LoadResumeState(&resume_state));
-    if (opts_.resume)
-      prior_wall_ = resume_state.value("wall_seconds", resume_state.value("seconds", 0.0));
-    if (opts_.time_budget_seconds > 0)
-      budget_ = opts_.time_budget_seconds;
-    else if (cfg_.max_training_time_seconds > 0)
-      budget_ = std::max(cfg_.max_training_time_seconds - prior_wall_, 1e-3);
+    SetBudget(resume_state);
     if (cfg_.seed == 0) cfg_.seed = int64_t(std::random_device{}() | 1u);
     seed_ = uint64_t(cfg_.seed);
     threads_ = cfg_.threads > 0 ? cfg_.threads : omp_get_num_procs();
@@ -410,6 +414,12 @@ class TrainRun {
       obs_.OnInfo(fmt::format("resuming after epoch {} (step {})", first_epoch - 1, global_step_));
     }
 
+    return TrainEpochs(first_epoch, input, delim, *tok, t0);
+  }
+
+  // The epochs from first_epoch on, then the final files.
+  Status TrainEpochs(int first_epoch, const InputData& input, char delim, const Tokenizer& tok,
+                     Clock::time_point t0) {
     if (cfg_.dp) ResetNoise();
     OptimizerConfig opt;
     opt.name = cfg_.optimizer;
@@ -451,7 +461,7 @@ class TrainRun {
       if (stop) break;
     }
     done_ = true;
-    return Finish(input, delim, *tok, t0);
+    return Finish(input, delim, tok, t0);
   }
 
   // The compute device: --device auto picks CUDA when a usable GPU is there
