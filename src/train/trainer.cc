@@ -181,6 +181,9 @@ class TrainRun {
 
   // What an interrupted run tells the user (tools/cmd_train.cc adds the command).
   Status InterruptedStatus() const {
+    if (opts_.resume && !epoch_written_)
+      return DS_ERR(kCancelled, "interrupted; continue with --resume (nothing changed in {})",
+                    dir());
     if (epoch_written_)
       return DS_ERR(kCancelled,
                     "interrupted; continue with --resume ({} epoch{} saved in {}; the unfinished "
