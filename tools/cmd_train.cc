@@ -116,7 +116,8 @@ void AddTrainCommand(CLI::App& app) {
   cmd->add_option("--model-dir,-m,--checkpoint-dir", a->model_dir, "output model directory")
       ->required();
   cmd->add_option("--config,-c", a->config_file, "JSON file of config keys (flags win)");
-  cmd->add_flag("--resume", a->resume, "continue an interrupted run from its last checkpoint");
+  cmd->add_flag("--resume", a->resume,
+                "continue an interrupted run from its last checkpoint (with --tabular: by batch)");
   cmd->add_flag("--tabular", a->tabular,
                 "a table: one model per column batch, later batches conditioned on earlier ones");
   a->tab.Add(cmd);
