@@ -210,15 +210,15 @@ class TrainRun {
       budget_ = std::max(cfg_.max_training_time_seconds - prior_wall_, 1e-3);
   }
   double Elapsed() const { return Since(t0_); }
+  // Central estimates (no margins: they would stop early on a busy machine);
+  // the time-boxed validation keeps an underestimate from running over.
   // The mean step time of this session (the first, warm-up step left out when
-  // there are others), or the last step's when that was slower.
+  // there are others).
   double StepEstimate() const {
-    return steps_timed_ ? std::max(step_seconds_ / double(steps_timed_), last_step_seconds_)
-                        : last_step_seconds_;
+    return steps_timed_ ? step_seconds_ / double(steps_timed_) : last_step_seconds_;
   }
-  // With a margin: the per-batch time is measured on few batches.
   double ValEstimate() const {
-    return cfg_.dp ? 0 : 1.15 * val_batch_seconds_ * double(data_.val_batches());
+    return cfg_.dp ? 0 : val_batch_seconds_ * double(data_.val_batches());
   }
   // Writing an epoch's files: measured after the first one; before, a guess
   // from the bytes written (weights, checkpoint with optimizer state).
