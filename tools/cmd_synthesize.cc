@@ -46,6 +46,8 @@ int RunSynthesize(SynthArgs& a) {
   TabularCliObserver obs;
   SynthesizeSummary sum;
   Status s = Synthesize(o, &obs, &sum);
+  obs.Finish();
+  if (s.code() == Code::kCancelled) return ReportInterrupted(s, a.model_dir, true);
   if (!s.ok()) return Fail(s);
   std::fprintf(stderr, "synthesized %lld rows in %s (training %s)%s%s\n",
                (long long)sum.generate.rows,

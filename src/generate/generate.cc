@@ -1,9 +1,12 @@
 #include "generate/generate.h"
 
+#include <pthread.h>
 #include <signal.h>
+#include <time.h>
 
 #include <algorithm>
 #include <fstream>
+#include <thread>
 
 #include "backend/backend.h"
 #ifdef DS_HAVE_CUDA
@@ -179,14 +182,59 @@ Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& ev
 
 namespace {
 std::atomic<bool> g_interrupted{false};
+std::atomic<int64_t> g_first_signal_ns{0};
+
+int64_t MonotonicNs() {  // clock_gettime is async-signal-safe
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 
 void OnInterrupt(int sig) {
-  if (g_interrupted.exchange(true)) {
-    ::signal(sig, SIG_DFL);
-    ::raise(sig);
+  const int64_t now = MonotonicNs();
+  if (!g_interrupted.exchange(true)) {
+    g_first_signal_ns.store(now);
+    return;
   }
+  // The same stop delivered twice at once (`timeout` signals the command and
+  // then its process group) is one request; a later signal ends at once.
+  if (now - g_first_signal_ns.load() < 200000000) return;
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
 }
 }  // namespace
+
+const std::atomic<bool>* InstallInterruptThread() {
+  // Threads that exist already (a BLAS pool started when a library loaded)
+  // keep the signals unblocked: the handler runs there (they are idle).
+  struct sigaction sa = {};
+  sa.sa_handler = OnInterrupt;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);  // inherited by every later thread
+  std::thread([set] {
+    while (true) {
+      int sig = 0;
+      if (::sigwait(&set, &sig) != 0) continue;
+      const int64_t now = MonotonicNs();
+      if (!g_interrupted.exchange(true)) {
+        g_first_signal_ns.store(now);
+        continue;
+      }
+      if (now - g_first_signal_ns.load() < 200000000) continue;  // the same request
+      ::signal(sig, SIG_DFL);
+      ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+      ::raise(sig);  // the default action: the process ends
+    }
+  }).detach();
+  return &g_interrupted;
+}
 
 const std::atomic<bool>* InstallInterruptFlag() {
   struct sigaction sa = {};
