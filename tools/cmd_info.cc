@@ -34,8 +34,9 @@ int RunInfo(const std::string& dir, bool json) {
   }
   std::printf("tokenizer    %s, %d tokens%s\n", m.tokenizer->type().c_str(),
               m.tokenizer->vocab_size(), m.tokenizer->column_markers() ? ", column markers" : "");
-  std::printf("network      embedding %d, %d x LSTM %d, dropout %.2f, %.2fM parameters\n",
-              meta.spec.embedding_dim, meta.spec.num_layers, meta.spec.rnn_units,
+  std::printf("network      embedding %d, %d x %s %d, dropout %.2f, %.2fM parameters\n",
+              meta.spec.embedding_dim, meta.spec.num_layers,
+              ArchitectureName(meta.spec.architecture), meta.spec.rnn_units,
               meta.spec.dropout_rate, double(layout.total) / 1e6);
   std::printf("training     %d epochs (%s) in %s on %s, optimizer %s lr %g, batch %d x %d, seed %lld\n",
               meta.epochs_run, meta.stop_reason.c_str(), FormatDuration(meta.train_seconds).c_str(),

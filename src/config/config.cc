@@ -81,6 +81,8 @@ std::vector<Config::Key> MakeKeys() {
   DS_KEY(save_best_model, T::kBool, G::kTraining, "keep the best epoch's weights (else the last)",
          nullptr);
   DS_KEY(num_layers, T::kInt, G::kTraining, "LSTM layers", Range(&Config::num_layers, "num_layers", 1, 16));
+  DS_KEY(architecture, T::kString, G::kTraining, "recurrent cell: lstm | gru",
+         OneOf(&Config::architecture, "architecture", {"lstm", "gru"}));
   DS_KEY(optimizer, T::kString, G::kTraining, "rmsprop | adam",
          OneOf(&Config::optimizer, "optimizer", {"rmsprop", "adam"}));
   DS_KEY(seed, T::kInt64, G::kTraining, "random seed (0 = pick one; recorded in model_params.json)",

@@ -36,7 +36,9 @@
 
 namespace ds {
 
-inline constexpr int kModelFormatVersion = 1;
+// 1: LSTM only; 2: network.architecture (written for non-LSTM models, so that
+// version-1 readers refuse them). This build reads both.
+inline constexpr int kModelFormatVersion = 2;
 
 struct ModelMeta {
   int format_version = kModelFormatVersion;
