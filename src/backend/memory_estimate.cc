@@ -120,9 +120,11 @@ uint64_t EstimateCpuTrainBytes(const NetworkSpec& spec, int64_t max_batch, int64
 uint64_t EstimateCpuInferBytes(const NetworkSpec& spec, int64_t slots) {
   const double V = spec.vocab_size, E = spec.embedding_dim, H = spec.rnn_units;
   const double GH = GateCount(spec.architecture) * H;
+  const bool gru = spec.architecture == Architecture::kGru;
   // z (G H; the gru's second G H for h Wh), tanh c / u_n, the top output, logits.
-  double per_slot = 2 * GH + 2 * H + 2 * V;
-  for (int l = 0; l < spec.num_layers; ++l) per_slot += 2 * H + (l == 0 ? E : H) + H;
+  double per_slot = (gru ? 2 : 1) * GH + 2 * H + 2 * V;
+  // Per layer: state h (and the lstm's c), the gathered [x, h] row.
+  for (int l = 0; l < spec.num_layers; ++l) per_slot += (gru ? 1 : 2) * H + (l == 0 ? E : H) + H;
   return Saturate(4 * per_slot * double(slots));
 }
 

@@ -17,7 +17,8 @@
 //          + [dropout] R (E + L H)  keep masks (bytes)
 //          + threads (c V + H V + V + 4 T^2 + G H)   per-thread dense / Gram
 //                                   scratch, c = clamp(2^20 / V, 64, 2048)
-//   infer  slots (L (2 H + In + H) + 2 G H + 2 H + 2 V)   per process (states,
+//   infer  slots (L (S H + In + H) + Z G H + 2 H + 2 V)   per process (states,
+//          S = 2 (h, c) and Z = 1 for the lstm, S = 1 and Z = 2 (x Wx, h Wh) for the gru;
 //          gates, logits and probabilities; the weights are a shared mapping)
 // Both are lower bounds of the peak (allocator overhead, the data set and
 // the libraries come on top); they are meant to catch shapes that are off by
