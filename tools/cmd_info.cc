@@ -1,4 +1,5 @@
 // datasynth info: what a model directory holds.
+#include <cctype>
 #include <cmath>
 
 #include "cli.h"
@@ -20,6 +21,8 @@ int RunInfo(const std::string& dir, bool json) {
     return 0;
   }
   ParamLayout layout = ParamLayout::For(meta.spec);
+  std::string arch = ArchitectureName(meta.spec.architecture);  // "LSTM", "GRU"
+  for (char& c : arch) c = char(std::toupper(static_cast<unsigned char>(c)));
   std::printf("model        %s (format %d, datasynth %s)\n", dir.c_str(), meta.format_version,
               meta.datasynth_version.c_str());
   std::printf("trained on   %s: %lld records, %lld tokens\n", meta.input_path.c_str(),
@@ -36,7 +39,7 @@ int RunInfo(const std::string& dir, bool json) {
               m.tokenizer->vocab_size(), m.tokenizer->column_markers() ? ", column markers" : "");
   std::printf("network      embedding %d, %d x %s %d, dropout %.2f, %.2fM parameters\n",
               meta.spec.embedding_dim, meta.spec.num_layers,
-              ArchitectureName(meta.spec.architecture), meta.spec.rnn_units,
+              arch.c_str(), meta.spec.rnn_units,
               meta.spec.dropout_rate, double(layout.total) / 1e6);
   std::printf("training     %d epochs (%s) in %s on %s, optimizer %s lr %g, batch %d x %d, seed %lld\n",
               meta.epochs_run, meta.stop_reason.c_str(), FormatDuration(meta.train_seconds).c_str(),

@@ -62,9 +62,12 @@ Result<ModelMeta> ModelMeta::FromJson(const Json& j, const std::string& src) {
     // Absent in version 1 (every model then was an LSTM).
     const std::string arch = n.value("architecture", "lstm");
     Result<Architecture> a = ParseArchitecture(arch);
-    if (!a.ok() || (m.format_version < 2 && a.value() != Architecture::kLstm))
-      return DS_ERR(kCorrupt, "{}: network architecture '{}' is not one of: lstm, gru{}", src, arch,
-                    m.format_version < 2 ? " (format version 1: lstm only)" : "");
+    if (!a.ok())
+      return DS_ERR(kCorrupt, "{}: network architecture '{}' is not one of: lstm, gru", src, arch);
+    if (m.format_version < 2 && a.value() != Architecture::kLstm)
+      return DS_ERR(kCorrupt,
+                    "{}: network architecture '{}' needs model format version 2 (the file says {})",
+                    src, arch, m.format_version);
     m.spec.architecture = a.value();
     auto bad = [](int v, int hi) { return v < 1 || v > hi; };
     if (bad(m.spec.vocab_size, 10000000) || bad(m.spec.embedding_dim, 65536) ||
