@@ -11,9 +11,7 @@ using Json = nlohmann::json;
 
 Json ModelMeta::ToJson() const {
   Json j;
-  // Version 1 readers know only the LSTM: they must refuse other architectures
-  // instead of misreading the weights, so only those are written as version 2.
-  j["format_version"] = spec.architecture == Architecture::kLstm ? 1 : kModelFormatVersion;
+  j["format_version"] = kModelFormatVersion;
   j["datasynth_version"] = datasynth_version;
   j["network"] = {{"vocab_size", spec.vocab_size},
                   {"embedding_dim", spec.embedding_dim},

@@ -36,8 +36,10 @@
 
 namespace ds {
 
-// 1: LSTM only; 2: network.architecture (written for non-LSTM models, so that
-// version-1 readers refuse them). This build reads both.
+// 1: LSTM only, no architecture anywhere; 2: network.architecture and the
+// config key `architecture`. This build reads both (1 as lstm) and writes 2, so
+// a version-1 reader refuses a GRU model by its version instead of misreading
+// the weights.
 inline constexpr int kModelFormatVersion = 2;
 
 struct ModelMeta {
