@@ -7,9 +7,12 @@
 //   finite differences.
 // * CudaVsCpuTest/<lstm|gru>: the CUDA backend against the CPU backend (the
 //   oracle) on whole training/sampling steps, dropout included.
-// * CudaKernelTest: the fused kernels one by one against host references.
+// * CudaKernelTest: the fused kernels (LSTM and GRU cells, softmax, dropout)
+//   one by one against host references.
 // Tests needing a GPU skip with "no GPU: <reason>" when CudaAvailable() is
 // false (no CUDA build, no device, driver too old).
+#include "backend/backend.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,7 +22,6 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
 #include "backend/device.h"
 #include "backend/registry.h"
 #include "model/network.h"
@@ -91,7 +93,9 @@ Batch RandomBatch(int B, int T, int V, uint64_t seed, bool weights) {
   return b;
 }
 
-DeviceKind Kind(const std::string& name) { return name == "cuda" ? DeviceKind::kCuda : DeviceKind::kCpu; }
+DeviceKind Kind(const std::string& name) {
+  return name == "cuda" ? DeviceKind::kCuda : DeviceKind::kCpu;
+}
 
 // Through the registry, as the trainer and the generator construct them.
 std::unique_ptr<TrainBackend> MakeTrain(const std::string& name, const NetworkSpec& spec, int B,
@@ -650,7 +654,9 @@ TEST_P(CudaVsCpuTest, DefaultNetworkStep) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, CudaVsCpuTest, ::testing::ValuesIn(kAllArchitectures),
-                         [](const auto& info) { return std::string(ArchitectureName(info.param)); });
+                         [](const auto& info) {
+                           return std::string(ArchitectureName(info.param));
+                         });
 
 TEST(CudaBackendTest, PerExampleClippingIsUnavailable) {
   DS_REQUIRE_GPU();
@@ -847,6 +853,73 @@ TEST(CudaKernelTest, LstmCell) {
       }
       double fdc = (S(zz, cp[e] + eps) - S(zz, cp[e] - eps)) / (2 * eps);
       EXPECT_NEAR(gc[e], fdc, 1e-5);
+    }
+  }
+}
+
+// The GRU cell kernels (Keras, reset_after) against the formula of
+// model/network.h and, for the backward, central differences of
+// S = (dh + carry) * h with respect to a, u (bias-free) and h_prev's direct path.
+TEST(CudaKernelTest, GruCell) {
+  DS_REQUIRE_GPU();
+  const int B = 3, H = 37, H3 = 3 * H;
+  std::vector<float> a = Rand(size_t(B) * H3, 13, 2.0f), u = Rand(size_t(B) * H3, 14, 2.0f),
+                     bias = Rand(2 * H3, 15), hp = Rand(size_t(B) * H, 16),
+                     dh = Rand(size_t(B) * H, 17), cin = Rand(size_t(B) * H, 18);
+  Dev<float> da(a), du(u), db(bias), dhp(hp), dho(size_t(B) * H);
+  cuda::GruCellForward(da.get(), du.get(), db.get(), dhp.get(), dho.get(), B, H, nullptr);
+  std::vector<float> gates = da.Get(), uo = du.Get(), h = dho.Get();
+  auto cell = [&](int j, const double* aa, const double* uu, double hprev, double* g) {
+    double z = Reference::Sig(aa[0] + bias[j] + uu[0] + bias[H3 + j]);
+    double r = Reference::Sig(aa[1] + bias[H + j] + uu[1] + bias[H3 + H + j]);
+    double n = std::tanh(aa[2] + bias[2 * H + j] + r * (uu[2] + bias[H3 + 2 * H + j]));
+    if (g) g[0] = z, g[1] = r, g[2] = n;
+    return z * hprev + (1 - z) * n;
+  };
+  auto load = [&](const std::vector<float>& v, int b, int j, double* out) {
+    for (int k = 0; k < 3; ++k) out[k] = v[size_t(b) * H3 + k * H + j];
+  };
+  for (int b = 0; b < B; ++b) {
+    for (int j = 0; j < H; ++j) {
+      double aa[3], uu[3], g[3];
+      load(a, b, j, aa);
+      load(u, b, j, uu);
+      EXPECT_NEAR(h[b * H + j], cell(j, aa, uu, hp[b * H + j], g), 1e-6);
+      for (int k = 0; k < 3; ++k) EXPECT_NEAR(gates[size_t(b) * H3 + k * H + j], g[k], 1e-6);
+      EXPECT_NEAR(uo[size_t(b) * H3 + 2 * H + j], uu[2] + bias[H3 + 2 * H + j], 1e-6);
+    }
+  }
+  Dev<float> dg(gates), du2(uo), dhp2(hp), ddh(dh), dcarry(cin), dzx(size_t(B) * H3),
+      dzh(size_t(B) * H3);
+  cuda::GruCellBackward(dg.get(), du2.get(), dhp2.get(), ddh.get(), dcarry.get(), dzx.get(),
+                        dzh.get(), B, H, nullptr);
+  std::vector<float> gx = dzx.Get(), gh = dzh.Get(), carry = dcarry.Get();
+  const double eps = 1e-6;
+  for (int b = 0; b < B; ++b) {
+    for (int j = 0; j < H; ++j) {
+      const int e = b * H + j;
+      const double D = double(dh[e]) + cin[e];
+      double aa[3], uu[3];
+      load(a, b, j, aa);
+      load(u, b, j, uu);
+      for (int k = 0; k < 3; ++k) {
+        for (int side = 0; side < 2; ++side) {
+          double* x = side == 0 ? aa : uu;
+          const double keep = x[k];
+          x[k] = keep + eps;
+          double up = D * cell(j, aa, uu, hp[e], nullptr);
+          x[k] = keep - eps;
+          double dn = D * cell(j, aa, uu, hp[e], nullptr);
+          x[k] = keep;
+          const auto& got = side == 0 ? gx : gh;
+          EXPECT_NEAR(got[size_t(b) * H3 + k * H + j], (up - dn) / (2 * eps), 1e-5)
+              << (side == 0 ? "dzx" : "dzh") << " gate " << k;
+        }
+      }
+      const double hi = cell(j, aa, uu, hp[e] + eps, nullptr);
+      const double lo = cell(j, aa, uu, hp[e] - eps, nullptr);
+      const double fd = D * (hi - lo) / (2 * eps);
+      EXPECT_NEAR(carry[e], fd, 1e-5) << "carry (direct path to h_prev)";
     }
   }
 }

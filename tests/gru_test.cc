@@ -36,7 +36,7 @@ std::vector<float> TinyParams(const ParamLayout& p) {
     for (size_t i = 0; i < v.size(); ++i) w[p.offset(name) + i] = v[i];
   };
   set("embedding", {0.5f, -1.0f});
-  set("gru0.wx", {0.3f, -0.2f, 0.7f});              // z, r, n
+  set("gru0.wx", {0.3f, -0.2f, 0.7f});  // z, r, n
   set("gru0.wh", {0.4f, 0.6f, -0.5f});
   set("gru0.b", {0.1f, 0.0f, -0.1f, 0.0f, 0.2f, 0.3f});  // bx, then bh
   set("dense.w", {1.0f, -1.0f});

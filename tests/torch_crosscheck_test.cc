@@ -103,7 +103,8 @@ TEST(TorchCrosscheck, LogitsLossAndGradients) {
   WriteFile(dir / "inputs.i32", batch.inputs);
   WriteFile(dir / "targets.i32", batch.targets);
   WriteFile(dir / "weights.f32", batch.weights);
-  const size_t emb = lay.offset("embedding"), dw = lay.offset("dense.w"), db = lay.offset("dense.b");
+  const size_t emb = lay.offset("embedding");
+  const size_t dw = lay.offset("dense.w"), db = lay.offset("dense.b");
   WriteFile(dir / "embedding.f32",
             std::vector<float>(w.begin() + emb, w.begin() + emb + size_t(V) * E));
   for (int l = 0; l < L; ++l) {

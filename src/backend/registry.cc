@@ -58,7 +58,8 @@ Status BackendAvailable(Architecture a, DeviceKind d) {
   if (FindBackend(a, d) != nullptr) return Status::Ok();
   bool any = false;
   for (const auto& e : BackendRegistry()) any = any || e.device == d;
-  if (!any) return DS_ERR(kUnavailable, "this build of datasynth has no {} backend", DeviceKindName(d));
+  if (!any)
+    return DS_ERR(kUnavailable, "this build of datasynth has no {} backend", DeviceKindName(d));
   return DS_ERR(kUnavailable, "architecture '{}' has no {} backend in this build",
                 ArchitectureName(a), DeviceKindName(d));
 }

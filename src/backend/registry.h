@@ -23,9 +23,9 @@ namespace ds {
 
 // Options a device backend may use; host backends ignore them.
 struct BackendOptions {
-  int device = 0;             // device index (CUDA)
-  AllocatorConfig memory;     // the process allocator's configuration (CUDA)
-  bool allow_tf32 = false;    // TF32 tensor-core GEMMs (CUDA)
+  int device = 0;           // device index (CUDA)
+  AllocatorConfig memory;   // the process allocator's configuration (CUDA)
+  bool allow_tf32 = false;  // TF32 tensor-core GEMMs (CUDA)
 };
 
 using TrainFactory = std::function<Result<std::unique_ptr<TrainBackend>>(

@@ -262,8 +262,8 @@ class TrainImpl final : public CpuTrainBackend {
 
   NetworkSpec spec_;
   ParamLayout layout_;
-  bool gru_;                              // architecture gru (else lstm)
-  int G_;                                 // gates per unit: 4 (lstm), 3 (gru)
+  bool gru_;                                // architecture gru (else lstm)
+  int G_;                                   // gates per unit: 4 (lstm), 3 (gru)
   std::vector<ParamLayout::RnnLayer> lay_;  // per layer offsets
   size_t off_emb_ = 0, off_dw_ = 0, off_db_ = 0;
   int max_b_, max_t_;
@@ -278,8 +278,8 @@ class TrainImpl final : public CpuTrainBackend {
     return !(e && std::string(e) == "0");
   }();
 
-  Buffer<float> params_, grads_;       // [total] ParamLayout
-  Buffer<float> opt_m_, opt_v_;        // [total] optimizer slots
+  Buffer<float> params_, grads_;  // [total] ParamLayout
+  Buffer<float> opt_m_, opt_v_;   // [total] optimizer slots
   // G = G_, GH = G * H. Gate columns permuted as described in cpu_backend.h.
   std::vector<Buffer<float>> wxp_;     // per layer [In, GH] Wx, gate columns permuted
   std::vector<Buffer<float>> whp_;     // per layer [H, GH]
@@ -342,8 +342,8 @@ void TrainImpl::RefreshPermuted() {
     for (int r = 0; r < rows; ++r)
       for (int k = 0; k < nb; ++k)
         for (int g = 0; g < G; ++g)
-          std::memcpy(dst + size_t(r) * GH + (k * G + g) * ub, src + size_t(r) * GH + g * H + k * ub,
-                      ub * sizeof(float));
+          std::memcpy(dst + size_t(r) * GH + (k * G + g) * ub,
+                      src + size_t(r) * GH + g * H + k * ub, ub * sizeof(float));
   };
   for (int l = 0; l < spec_.num_layers; ++l) {
     const auto& L = lay_[l];
@@ -995,11 +995,11 @@ void TrainImpl::ClipLayerNorms(int l, double* norm2) {
   for (int b = 0; b < B; ++b) {
     const int j = omp_get_thread_num();
     gram_[j].Reserve(size_t(4) * T * T + H4);
-    float* gx = gram_[j].data();         // [T, T]
-    float* gh = gx + size_t(T) * T;      // [T-1, T-1]
-    float* gz = gh + size_t(T) * T;      // [T, T]
-    float* gzh = gz + size_t(T) * T;     // [T, T] (gru; the lstm uses gz)
-    float* colsum = gzh + size_t(T) * T; // [GH]
+    float* gx = gram_[j].data();          // [T, T]
+    float* gh = gx + size_t(T) * T;       // [T-1, T-1]
+    float* gz = gh + size_t(T) * T;       // [T, T]
+    float* gzh = gz + size_t(T) * T;      // [T, T] (gru; the lstm uses gz)
+    float* colsum = gzh + size_t(T) * T;  // [GH]
     SgemmSerial(false, true, T, T, in, 1.0f, x + size_t(b) * in, B * in, x + size_t(b) * in, B * in,
                 0.0f, gx, T);
     SgemmSerial(false, true, T, T, H4, 1.0f, dz + size_t(b) * H4, B * H4, dz + size_t(b) * H4,

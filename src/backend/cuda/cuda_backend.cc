@@ -331,8 +331,9 @@ StepStats CudaTrainBackend::Step(const Batch& batch, bool train, uint64_t seed,
   const int32_t* d_pos = d_off + U + 1;
 
   // ---- forward ----
-  cuda::EmbeddingDropoutForward(P(layout_.offset("embedding")), d_tok, T, B, E, rate, seed, train, x0_.as(),
-                                s);
+  const size_t off_emb = layout_.offset("embedding"), off_dw = layout_.offset("dense.w");
+  const size_t off_db = layout_.offset("dense.b");
+  cuda::EmbeddingDropoutForward(P(off_emb), d_tok, T, B, E, rate, seed, train, x0_.as(), s);
   const float* in = x0_.as();
   int In = E;
   for (int l = 0; l < L; ++l) {
@@ -341,12 +342,11 @@ StepStats CudaTrainBackend::Step(const Batch& batch, bool train, uint64_t seed,
     In = H;
   }
   float* logits = logits_.as();
-  ctx_.Gemm(false, false, int(N), V, H, 1.0f, in, H, P(layout_.offset("dense.w")), V, 0.0f, logits,
-            V);
+  ctx_.Gemm(false, false, int(N), V, H, 1.0f, in, H, P(off_dw), V, 0.0f, logits, V);
   float* rows = rows_.as();
   const float scale = count > 0 ? float(1.0 / count) : 0.0f;
-  cuda::SoftmaxCrossEntropy(logits, P(layout_.offset("dense.b")), d_tgt, weights_.as(), int(N), V, train,
-                            scale, rows, rows + N, s);
+  cuda::SoftmaxCrossEntropy(logits, P(off_db), d_tgt, weights_.as(), int(N), V, train, scale, rows,
+                            rows + N, s);
   float* h_rows = h_w + N;
   DS_CUDA_CHECK(cudaMemcpyAsync(h_rows, rows, 2 * N * 4, cudaMemcpyDeviceToHost, s));
 
@@ -355,19 +355,17 @@ StepStats CudaTrainBackend::Step(const Batch& batch, bool train, uint64_t seed,
     DS_CUDA_CHECK(cudaMemsetAsync(grads_.as(), 0, layout_.total * 4, s));
     if (count > 0) {
       const float* ones = ones_.as();
-      ctx_.Gemm(true, false, H, V, int(N), 1.0f, in, H, logits, V, 0.0f, G(layout_.offset("dense.w")),
-                V);
-      ctx_.ColumnSums(logits, int(N), V, ones, G(layout_.offset("dense.b")));
+      ctx_.Gemm(true, false, H, V, int(N), 1.0f, in, H, logits, V, 0.0f, G(off_dw), V);
+      ctx_.ColumnSums(logits, int(N), V, ones, G(off_db));
       float* dxa = dxa_.as();
       float* dxb = dxb_.as();
-      ctx_.Gemm(false, true, int(N), H, V, 1.0f, logits, V, P(layout_.offset("dense.w")), V, 0.0f,
-                dxa, H);
+      ctx_.Gemm(false, true, int(N), H, V, 1.0f, logits, V, P(off_dw), V, 0.0f, dxa, H);
       for (int l = L - 1; l >= 0; --l) {
         BackwardLayer(l, dxa, dxb, B, T, rate, seed);
         std::swap(dxa, dxb);
       }
       cuda::EmbeddingBackward(dxa, d_uniq, d_off, d_pos, U, T, B, E, rate, seed, true,
-                              G(layout_.offset("embedding")), s);
+                              G(off_emb), s);
     }
   }
   ctx_.Sync();
