@@ -57,6 +57,14 @@ cmp -s "$TMP/gru.csv" "$TMP/gru2.csv" && pass "GRU generation reproducible" || f
 awk -F, 'NR==2{a=$2} NR==3{b=$2} END{exit !(b < a)}' "$TMP/gru/model_history.csv" &&
   pass "GRU loss decreases" || fail "GRU loss: $(cat "$TMP/gru/model_history.csv")"
 
+# Resume keeps the architecture: killed after epoch 1, resumed, same weights as the whole run.
+DATASYNTH_TEST_EXIT_AFTER_EPOCH=1 "$DS" train --input "$TMP/t.csv" --model-dir "$TMP/cut" \
+  --architecture gru "${SMALL[@]}" 2>/dev/null
+"$DS" train --resume --model-dir "$TMP/cut" 2>"$TMP/rlog" || fail "GRU resume: $(cat "$TMP/rlog")"
+wf() { python3 -c "import json,sys;print(json.load(open(sys.argv[1]+'/model_params.json'))['datasynth']['weights_file'])" "$1"; }
+cmp -s "$TMP/gru/$(wf "$TMP/gru")" "$TMP/cut/$(wf "$TMP/cut")" &&
+  pass "GRU resumed run = uninterrupted run (weights)" || fail "GRU resume: weights differ"
+
 expect_error "unknown --architecture" "config key 'architecture': 'rnn' is not one of: lstm, gru" -- \
   train --input "$TMP/t.csv" --model-dir "$TMP/bad" --architecture rnn "${SMALL[@]}"
 
