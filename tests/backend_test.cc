@@ -1,14 +1,18 @@
 // Backends against the network's equations and against each other.
 //
-// * BackendTest/<cpu|cuda>: one test body per operation, run on every
-//   available backend, each checked against a host reference of the equations
-//   in model/network.h and backend/backend.h (double precision) or against
+// * BackendTest/<cpu|cuda>_<lstm|gru>: one test body per operation, run on
+//   every backend of the registry (backend/registry.h) for every
+//   architecture, each checked against a host reference of the equations in
+//   model/network.h and backend/backend.h (double precision) or against
 //   finite differences.
-// * CudaVsCpuTest: the CUDA backend against the CPU backend (the oracle) on
-//   whole training/sampling steps, dropout included.
-// * CudaKernelTest: the fused kernels one by one against host references.
+// * CudaVsCpuTest/<lstm|gru>: the CUDA backend against the CPU backend (the
+//   oracle) on whole training/sampling steps, dropout included.
+// * CudaKernelTest: the fused kernels (LSTM and GRU cells, softmax, dropout)
+//   one by one against host references.
 // Tests needing a GPU skip with "no GPU: <reason>" when CudaAvailable() is
 // false (no CUDA build, no device, driver too old).
+#include "backend/backend.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
 #include "backend/device.h"
+#include "backend/registry.h"
 #include "model/network.h"
 #include "util/rng.h"
 #ifdef DS_HAVE_CUDA
@@ -52,8 +56,12 @@ AlignedParams Aligned(const std::vector<float>& v) {
   return p;
 }
 
+// The architecture of the running parameterised case (set by the fixtures).
+Architecture g_arch = Architecture::kLstm;
+
 NetworkSpec Spec(int V, int E, int H, int L, float dropout) {
   NetworkSpec s;
+  s.architecture = g_arch;
   s.vocab_size = V;
   s.embedding_dim = E;
   s.rnn_units = H;
@@ -66,7 +74,7 @@ std::vector<float> RandomParams(const NetworkSpec& spec, uint64_t seed, float sc
   ParamLayout layout = ParamLayout::For(spec);
   std::vector<float> p(layout.total, 0.0f);
   Philox rng(seed, 1);
-  for (const auto& t : layout.Tensors(spec)) {
+  for (const auto& t : layout.tensors) {
     for (size_t i = 0; i < t.size(); ++i) p[t.offset + i] = scale * (2 * rng.Uniform() - 1);
   }
   return p;
@@ -85,21 +93,19 @@ Batch RandomBatch(int B, int T, int V, uint64_t seed, bool weights) {
   return b;
 }
 
+DeviceKind Kind(const std::string& name) {
+  return name == "cuda" ? DeviceKind::kCuda : DeviceKind::kCpu;
+}
+
+// Through the registry, as the trainer and the generator construct them.
 std::unique_ptr<TrainBackend> MakeTrain(const std::string& name, const NetworkSpec& spec, int B,
                                         int T) {
-#ifdef DS_HAVE_CUDA
-  if (name == "cuda") return MakeCudaTrainBackend(spec, B, T, CudaOptions{}).ValueOrThrow();
-#endif
-  return MakeCpuTrainBackend(spec, B, T).ValueOrThrow();
+  return MakeTrainBackend(Kind(name), spec, B, T).ValueOrThrow();
 }
 
 std::unique_ptr<InferBackend> MakeInfer(const std::string& name, const NetworkSpec& spec,
                                         const float* params, int slots) {
-#ifdef DS_HAVE_CUDA
-  if (name == "cuda")
-    return MakeCudaInferBackend(spec, params, slots, CudaOptions{}).ValueOrThrow();
-#endif
-  return MakeCpuInferBackend(spec, params, slots).ValueOrThrow();
+  return MakeInferBackend(Kind(name), spec, params, slots).ValueOrThrow();
 }
 
 // The network of model/network.h on the host, in double, without dropout.
@@ -121,27 +127,19 @@ class Reference {
     const int H = s_.rnn_units, V = s_.vocab_size;
     std::vector<double> x(s_.embedding_dim);
     for (int j = 0; j < s_.embedding_dim; ++j)
-      x[j] = p_[l_.embedding + size_t(tok) * s_.embedding_dim + j];
+      x[j] = p_[l_.offset("embedding") + size_t(tok) * s_.embedding_dim + j];
     for (int l = 0; l < s_.num_layers; ++l) {
-      const auto& ly = l_.layers[l];
-      std::vector<double> z(4 * H);
-      for (int k = 0; k < 4 * H; ++k) {
-        double a = p_[ly.b + k];
-        for (int i = 0; i < ly.in; ++i) a += x[i] * p_[ly.wx + size_t(i) * 4 * H + k];
-        for (int i = 0; i < H; ++i) a += st.h[l][i] * p_[ly.wh + size_t(i) * 4 * H + k];
-        z[k] = a;
-      }
-      for (int j = 0; j < H; ++j) {
-        double i = Sig(z[j]), f = Sig(z[H + j]), g = std::tanh(z[2 * H + j]), o = Sig(z[3 * H + j]);
-        st.c[l][j] = f * st.c[l][j] + i * g;
-        st.h[l][j] = o * std::tanh(st.c[l][j]);
+      if (s_.architecture == Architecture::kGru) {
+        GruLayer(l, x, st.h[l]);
+      } else {
+        LstmLayer(l, x, st.h[l], st.c[l]);
       }
       x = st.h[l];
     }
     std::vector<double> logits(V);
     for (int v = 0; v < V; ++v) {
-      double a = p_[l_.dense_b + v];
-      for (int j = 0; j < H; ++j) a += x[j] * p_[l_.dense_w + size_t(j) * V + v];
+      double a = p_[l_.offset("dense.b") + v];
+      for (int j = 0; j < H; ++j) a += x[j] * p_[l_.offset("dense.w") + size_t(j) * V + v];
       logits[v] = a;
     }
     return logits;
@@ -168,6 +166,43 @@ class Reference {
   static double Sig(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
  private:
+  // out[k] = bias[k] + in W[:, k] for the [rows, cols] matrix at offset w.
+  std::vector<double> Affine(const std::vector<double>& in, size_t w, const float* bias,
+                             int cols) const {
+    std::vector<double> out(cols);
+    for (int k = 0; k < cols; ++k) {
+      double a = bias ? bias[k] : 0.0;
+      for (size_t i = 0; i < in.size(); ++i) a += in[i] * p_[w + i * cols + k];
+      out[k] = a;
+    }
+    return out;
+  }
+  void LstmLayer(int l, const std::vector<double>& x, std::vector<double>& h,
+                 std::vector<double>& c) const {
+    const int H = s_.rnn_units;
+    const auto ly = l_.layer(l);
+    std::vector<double> z = Affine(x, ly.wx, p_.data() + ly.b, 4 * H);
+    std::vector<double> zh = Affine(h, ly.wh, nullptr, 4 * H);
+    for (int k = 0; k < 4 * H; ++k) z[k] += zh[k];
+    for (int j = 0; j < H; ++j) {
+      double i = Sig(z[j]), f = Sig(z[H + j]), g = std::tanh(z[2 * H + j]), o = Sig(z[3 * H + j]);
+      c[j] = f * c[j] + i * g;
+      h[j] = o * std::tanh(c[j]);
+    }
+  }
+  // Keras GRU, reset_after (model/network.h).
+  void GruLayer(int l, const std::vector<double>& x, std::vector<double>& h) const {
+    const int H = s_.rnn_units;
+    const auto ly = l_.layer(l);
+    std::vector<double> a = Affine(x, ly.wx, p_.data() + ly.b, 3 * H);
+    std::vector<double> u = Affine(h, ly.wh, p_.data() + ly.b + 3 * H, 3 * H);
+    for (int j = 0; j < H; ++j) {
+      double z = Sig(a[j] + u[j]), r = Sig(a[H + j] + u[H + j]);
+      double n = std::tanh(a[2 * H + j] + r * u[2 * H + j]);
+      h[j] = z * h[j] + (1 - z) * n;
+    }
+  }
+
   NetworkSpec s_;
   ParamLayout l_;
   std::vector<float> p_;
@@ -188,17 +223,21 @@ void ExpectClose(const std::vector<float>& got, const std::vector<float>& want, 
 
 // ---- every backend against the equations ------------------------------------
 
-class BackendTest : public ::testing::TestWithParam<std::string> {
+// Parameter: (device name, architecture).
+class BackendTest : public ::testing::TestWithParam<std::tuple<std::string, Architecture>> {
  protected:
   void SetUp() override {
-    if (GetParam() == "cuda") DS_REQUIRE_GPU();
+    g_arch = std::get<1>(GetParam());
+    if (Device() == "cuda") DS_REQUIRE_GPU();
   }
+  void TearDown() override { g_arch = Architecture::kLstm; }
+  std::string Device() const { return std::get<0>(GetParam()); }
 };
 
 // RMSprop (Keras semantics as the project defines them) and state round trip.
 TEST_P(BackendTest, Optimizer) {
   NetworkSpec spec = Spec(13, 4, 3, 2, 0.0f);
-  auto be = MakeTrain(GetParam(), spec, 2, 3);
+  auto be = MakeTrain(Device(), spec, 2, 3);
   const size_t n = be->layout().total;
   std::vector<float> p = RandomParams(spec, 1);
   be->SetParams(p.data());
@@ -223,7 +262,7 @@ TEST_P(BackendTest, Optimizer) {
   // State: save, perturb, restore, and the next update matches.
   std::vector<float> state = be->GetOptimizerState();
   EXPECT_FALSE(state.empty());
-  auto be2 = MakeTrain(GetParam(), spec, 2, 3);
+  auto be2 = MakeTrain(Device(), spec, 2, 3);
   ASSERT_TRUE(be2->SetOptimizerState(state).ok());
   be2->SetParams(got.data());
   be2->SetGrads(g3.data());
@@ -240,12 +279,12 @@ TEST_P(BackendTest, Optimizer) {
 TEST_P(BackendTest, SoftmaxCrossEntropy) {
   const int V = 9, B = 3, T = 4;
   NetworkSpec spec = Spec(V, 5, 4, 1, 0.0f);
-  auto be = MakeTrain(GetParam(), spec, B, T);
+  auto be = MakeTrain(Device(), spec, B, T);
   const ParamLayout& L = be->layout();
   std::vector<float> p = RandomParams(spec, 2);
-  for (int i = 0; i < 4 * V; ++i) p[L.dense_w + i] = 0.0f;
+  for (int i = 0; i < 4 * V; ++i) p[L.offset("dense.w") + i] = 0.0f;
   std::vector<double> bias(V);
-  for (int v = 0; v < V; ++v) bias[v] = p[L.dense_b + v] = 0.3f * v - 0.1f * (v % 3) * v;
+  for (int v = 0; v < V; ++v) bias[v] = p[L.offset("dense.b") + v] = 0.3f * v - 0.1f * (v % 3) * v;
   be->SetParams(p.data());
   Batch batch = RandomBatch(B, T, V, 3, /*weights=*/true);
   batch.targets[0] = int32_t(std::max_element(bias.begin(), bias.end()) - bias.begin());
@@ -270,7 +309,7 @@ TEST_P(BackendTest, SoftmaxCrossEntropy) {
   std::vector<float> g(L.total), gb(V), wb(V);
   be->GetGrads(g.data());
   for (int v = 0; v < V; ++v) {
-    gb[v] = g[L.dense_b + v];
+    gb[v] = g[L.offset("dense.b") + v];
     wb[v] = float(dbias[v] / want.count);
   }
   ExpectClose(gb, wb, 1e-6, 1e-4, "d loss / d dense.b");
@@ -283,15 +322,15 @@ TEST_P(BackendTest, SoftmaxCrossEntropy) {
   ExpectClose(g, sentinel, 0, 0, "grads after an eval step");
 }
 
-// LSTM forward: sampling steps (slots in any order, subsets, resets) and the
+// Recurrent forward: sampling steps (slots in any order, subsets, resets) and the
 // training-mode loss against the host reference.
-TEST_P(BackendTest, LstmForward) {
+TEST_P(BackendTest, RnnForward) {
   NetworkSpec spec = Spec(17, 6, 5, 2, 0.3f);
   std::vector<float> p = RandomParams(spec, 4);
   AlignedParams ap = Aligned(p);
   Reference ref(spec, p);
   const int S = 4, V = spec.vocab_size;
-  auto inf = MakeInfer(GetParam(), spec, ap.get(), S);
+  auto inf = MakeInfer(Device(), spec, ap.get(), S);
   EXPECT_EQ(inf->slots(), S);
   std::vector<Reference::State> st(S, ref.Zero());
   Philox rng(5, 0);
@@ -315,7 +354,7 @@ TEST_P(BackendTest, LstmForward) {
                   "logits round " + std::to_string(round));
     }
   }
-  auto tr = MakeTrain(GetParam(), spec, 3, 5);
+  auto tr = MakeTrain(Device(), spec, 3, 5);
   tr->SetParams(p.data());
   Batch batch = RandomBatch(3, 5, V, 6, true);
   StepStats got = tr->Step(batch, /*train=*/false, 0);
@@ -325,12 +364,12 @@ TEST_P(BackendTest, LstmForward) {
   EXPECT_DOUBLE_EQ(got.count, want.count);
 }
 
-// LSTM (and embedding, dense) backward: gradients against central finite
+// Recurrent (and embedding, dense) backward: gradients against central finite
 // differences of the eval-mode loss / count, on a few entries of every tensor.
-TEST_P(BackendTest, LstmBackward) {
+TEST_P(BackendTest, RnnBackward) {
   NetworkSpec spec = Spec(7, 4, 3, 2, 0.0f);
   const int B = 3, T = 4;
-  auto be = MakeTrain(GetParam(), spec, B, T);
+  auto be = MakeTrain(Device(), spec, B, T);
   std::vector<float> p = RandomParams(spec, 8);
   Batch batch = RandomBatch(B, T, spec.vocab_size, 9, true);
   be->SetParams(p.data());
@@ -344,7 +383,7 @@ TEST_P(BackendTest, LstmBackward) {
   };
   Philox rng(10, 0);
   int checked = 0;
-  for (const auto& t : be->layout().Tensors(spec)) {
+  for (const auto& t : be->layout().tensors) {
     for (int k = 0; k < 4; ++k) {
       size_t i = t.offset + rng.Below(t.size());
       if (t.name == "embedding")
@@ -368,7 +407,7 @@ TEST_P(BackendTest, LstmBackward) {
   for (int v = 0; v < spec.vocab_size; ++v) {
     if (seen[v]) continue;
     for (int j = 0; j < spec.embedding_dim; ++j) {
-      EXPECT_EQ(g[be->layout().embedding + size_t(v) * spec.embedding_dim + j], 0.0f);
+      EXPECT_EQ(g[be->layout().offset("embedding") + size_t(v) * spec.embedding_dim + j], 0.0f);
     }
   }
 }
@@ -377,7 +416,7 @@ TEST_P(BackendTest, LstmBackward) {
 // across seeds, and the loss of an all-zero-weight batch is zero.
 TEST_P(BackendTest, Dropout) {
   NetworkSpec spec = Spec(11, 8, 8, 2, 0.5f);
-  auto be = MakeTrain(GetParam(), spec, 4, 6);
+  auto be = MakeTrain(Device(), spec, 4, 6);
   std::vector<float> p = RandomParams(spec, 11);
   be->SetParams(p.data());
   Batch batch = RandomBatch(4, 6, spec.vocab_size, 12, false);
@@ -402,7 +441,7 @@ TEST_P(BackendTest, Dropout) {
 // batch it keeps seeing (sanity of the whole pipeline).
 TEST_P(BackendTest, TrainStepLearns) {
   NetworkSpec spec = Spec(12, 8, 16, 2, 0.1f);
-  auto be = MakeTrain(GetParam(), spec, 4, 8);
+  auto be = MakeTrain(Device(), spec, 4, 8);
   std::vector<float> p(be->layout().total);
   InitParams(spec, "glorot_uniform", 13, p.data());
   be->SetParams(p.data());
@@ -418,8 +457,34 @@ TEST_P(BackendTest, TrainStepLearns) {
   EXPECT_LT(last, 0.6 * first) << "first " << first << ", last " << last;
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, BackendTest, ::testing::Values("cpu", "cuda"),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Backends, BackendTest,
+                         ::testing::Combine(::testing::Values("cpu", "cuda"),
+                                            ::testing::ValuesIn(kAllArchitectures)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" +
+                                  ArchitectureName(std::get<1>(info.param));
+                         });
+
+// Every architecture has a CPU backend; a CUDA build has CUDA ones too, and a
+// missing entry is a clear kUnavailable naming what is missing.
+TEST(BackendRegistry, CoversEveryArchitecture) {
+  for (Architecture a : kAllArchitectures) {
+    EXPECT_NE(FindBackend(a, DeviceKind::kCpu), nullptr) << ArchitectureName(a);
+#ifdef DS_HAVE_CUDA
+    EXPECT_NE(FindBackend(a, DeviceKind::kCuda), nullptr) << ArchitectureName(a);
+#else
+    Status st = BackendAvailable(a, DeviceKind::kCuda);
+    EXPECT_EQ(st.code(), Code::kUnavailable);
+    EXPECT_NE(st.message().find("no cuda backend"), std::string::npos) << st.message();
+#endif
+  }
+  NetworkSpec spec = Spec(5, 4, 4, 1, 0.0f);
+  spec.architecture = Architecture::kGru;
+  auto be = MakeTrainBackend(DeviceKind::kCpu, spec, 2, 3);
+  ASSERT_TRUE(be.ok()) << be.status().message();
+  EXPECT_EQ((*be)->layout().architecture, Architecture::kGru);
+  EXPECT_EQ((*be)->layout().tensors[1].name, "gru0.wx");
+}
 
 // ---- device selection (runs everywhere) ------------------------------------
 
@@ -468,6 +533,12 @@ struct Compared {
   std::vector<float> gcpu, gcuda;
 };
 
+class CudaVsCpuTest : public ::testing::TestWithParam<Architecture> {
+ protected:
+  void SetUp() override { g_arch = GetParam(); }
+  void TearDown() override { g_arch = Architecture::kLstm; }
+};
+
 Compared CompareStep(const NetworkSpec& spec, const Batch& batch, uint64_t seed, bool train) {
   auto cpu = MakeTrain("cpu", spec, batch.batch, batch.steps);
   auto gpu = MakeTrain("cuda", spec, batch.batch, batch.steps);
@@ -490,7 +561,7 @@ void ExpectStatsClose(const StepStats& got, const StepStats& want) {
   EXPECT_DOUBLE_EQ(got.count, want.count);
 }
 
-TEST(CudaVsCpuTest, TrainStepWithoutDropout) {
+TEST_P(CudaVsCpuTest, TrainStepWithoutDropout) {
   DS_REQUIRE_GPU();
   NetworkSpec spec = Spec(37, 16, 24, 2, 0.0f);
   Compared c = CompareStep(spec, RandomBatch(5, 9, 37, 21, true), 3, true);
@@ -499,7 +570,7 @@ TEST(CudaVsCpuTest, TrainStepWithoutDropout) {
 }
 
 // Both backends draw the dropout masks by the scheme in backend/cuda/kernels.h.
-TEST(CudaVsCpuTest, TrainStepWithDropoutSharesMasks) {
+TEST_P(CudaVsCpuTest, TrainStepWithDropoutSharesMasks) {
   DS_REQUIRE_GPU();
   NetworkSpec spec = Spec(37, 16, 24, 2, 0.25f);
   Compared c = CompareStep(spec, RandomBatch(5, 9, 37, 22, true), 99, true);
@@ -507,7 +578,7 @@ TEST(CudaVsCpuTest, TrainStepWithDropoutSharesMasks) {
   ExpectClose(c.gcuda, c.gcpu, 1e-6, 1e-3, "grads");
 }
 
-TEST(CudaVsCpuTest, OptimizerStepsAndAdam) {
+TEST_P(CudaVsCpuTest, OptimizerStepsAndAdam) {
   DS_REQUIRE_GPU();
   NetworkSpec spec = Spec(23, 8, 12, 2, 0.2f);
   for (std::string name : {"rmsprop", "adam"}) {
@@ -534,7 +605,7 @@ TEST(CudaVsCpuTest, OptimizerStepsAndAdam) {
   }
 }
 
-TEST(CudaVsCpuTest, InferStep) {
+TEST_P(CudaVsCpuTest, InferStep) {
   DS_REQUIRE_GPU();
   NetworkSpec spec = Spec(300, 32, 48, 2, 0.2f);
   std::vector<float> p = RandomParams(spec, 40, 0.2f);
@@ -561,11 +632,12 @@ TEST(CudaVsCpuTest, InferStep) {
   }
 }
 
-// The default network (ANCHOR.md section 1) at the default batch shape.
-TEST(CudaVsCpuTest, DefaultNetworkStep) {
+// The default network (docs/reference.md §1) at the default batch shape.
+TEST_P(CudaVsCpuTest, DefaultNetworkStep) {
   DS_REQUIRE_GPU();
   NetworkSpec spec;
   spec.vocab_size = 100;
+  spec.architecture = g_arch;
   Batch batch = RandomBatch(64, 100, 100, 50, false);
   auto cpu = MakeTrain("cpu", spec, 64, 100);
   auto gpu = MakeTrain("cuda", spec, 64, 100);
@@ -580,6 +652,11 @@ TEST(CudaVsCpuTest, DefaultNetworkStep) {
   gpu->GetGrads(gb.data());
   ExpectClose(gb, ga, 1e-6, 1e-2, "grads");
 }
+
+INSTANTIATE_TEST_SUITE_P(Architectures, CudaVsCpuTest, ::testing::ValuesIn(kAllArchitectures),
+                         [](const auto& info) {
+                           return std::string(ArchitectureName(info.param));
+                         });
 
 TEST(CudaBackendTest, PerExampleClippingIsUnavailable) {
   DS_REQUIRE_GPU();
@@ -609,7 +686,7 @@ TEST(CudaBackendTest, BadInputsAreErrors) {
   int32_t tok[2] = {0, 0};
   std::vector<float> logits(10);
   EXPECT_THROW(inf->Step(ids, tok, 2, logits.data()), Error);  // repeated slot
-  EXPECT_FALSE(MakeCudaTrainBackend(Spec(0, 4, 4, 1, 0), 2, 2, {}).ok());
+  EXPECT_FALSE(MakeTrainBackend(DeviceKind::kCuda, Spec(0, 4, 4, 1, 0), 2, 2).ok());
 }
 
 // Memory comes from the process's caching allocator and goes back to it.
@@ -776,6 +853,73 @@ TEST(CudaKernelTest, LstmCell) {
       }
       double fdc = (S(zz, cp[e] + eps) - S(zz, cp[e] - eps)) / (2 * eps);
       EXPECT_NEAR(gc[e], fdc, 1e-5);
+    }
+  }
+}
+
+// The GRU cell kernels (Keras, reset_after) against the formula of
+// model/network.h and, for the backward, central differences of
+// S = (dh + carry) * h with respect to a, u (bias-free) and h_prev's direct path.
+TEST(CudaKernelTest, GruCell) {
+  DS_REQUIRE_GPU();
+  const int B = 3, H = 37, H3 = 3 * H;
+  std::vector<float> a = Rand(size_t(B) * H3, 13, 2.0f), u = Rand(size_t(B) * H3, 14, 2.0f),
+                     bias = Rand(2 * H3, 15), hp = Rand(size_t(B) * H, 16),
+                     dh = Rand(size_t(B) * H, 17), cin = Rand(size_t(B) * H, 18);
+  Dev<float> da(a), du(u), db(bias), dhp(hp), dho(size_t(B) * H);
+  cuda::GruCellForward(da.get(), du.get(), db.get(), dhp.get(), dho.get(), B, H, nullptr);
+  std::vector<float> gates = da.Get(), uo = du.Get(), h = dho.Get();
+  auto cell = [&](int j, const double* aa, const double* uu, double hprev, double* g) {
+    double z = Reference::Sig(aa[0] + bias[j] + uu[0] + bias[H3 + j]);
+    double r = Reference::Sig(aa[1] + bias[H + j] + uu[1] + bias[H3 + H + j]);
+    double n = std::tanh(aa[2] + bias[2 * H + j] + r * (uu[2] + bias[H3 + 2 * H + j]));
+    if (g) g[0] = z, g[1] = r, g[2] = n;
+    return z * hprev + (1 - z) * n;
+  };
+  auto load = [&](const std::vector<float>& v, int b, int j, double* out) {
+    for (int k = 0; k < 3; ++k) out[k] = v[size_t(b) * H3 + k * H + j];
+  };
+  for (int b = 0; b < B; ++b) {
+    for (int j = 0; j < H; ++j) {
+      double aa[3], uu[3], g[3];
+      load(a, b, j, aa);
+      load(u, b, j, uu);
+      EXPECT_NEAR(h[b * H + j], cell(j, aa, uu, hp[b * H + j], g), 1e-6);
+      for (int k = 0; k < 3; ++k) EXPECT_NEAR(gates[size_t(b) * H3 + k * H + j], g[k], 1e-6);
+      EXPECT_NEAR(uo[size_t(b) * H3 + 2 * H + j], uu[2] + bias[H3 + 2 * H + j], 1e-6);
+    }
+  }
+  Dev<float> dg(gates), du2(uo), dhp2(hp), ddh(dh), dcarry(cin), dzx(size_t(B) * H3),
+      dzh(size_t(B) * H3);
+  cuda::GruCellBackward(dg.get(), du2.get(), dhp2.get(), ddh.get(), dcarry.get(), dzx.get(),
+                        dzh.get(), B, H, nullptr);
+  std::vector<float> gx = dzx.Get(), gh = dzh.Get(), carry = dcarry.Get();
+  const double eps = 1e-6;
+  for (int b = 0; b < B; ++b) {
+    for (int j = 0; j < H; ++j) {
+      const int e = b * H + j;
+      const double D = double(dh[e]) + cin[e];
+      double aa[3], uu[3];
+      load(a, b, j, aa);
+      load(u, b, j, uu);
+      for (int k = 0; k < 3; ++k) {
+        for (int side = 0; side < 2; ++side) {
+          double* x = side == 0 ? aa : uu;
+          const double keep = x[k];
+          x[k] = keep + eps;
+          double up = D * cell(j, aa, uu, hp[e], nullptr);
+          x[k] = keep - eps;
+          double dn = D * cell(j, aa, uu, hp[e], nullptr);
+          x[k] = keep;
+          const auto& got = side == 0 ? gx : gh;
+          EXPECT_NEAR(got[size_t(b) * H3 + k * H + j], (up - dn) / (2 * eps), 1e-5)
+              << (side == 0 ? "dzx" : "dzh") << " gate " << k;
+        }
+      }
+      const double hi = cell(j, aa, uu, hp[e] + eps, nullptr);
+      const double lo = cell(j, aa, uu, hp[e] - eps, nullptr);
+      const double fd = D * (hi - lo) / (2 * eps);
+      EXPECT_NEAR(carry[e], fd, 1e-5) << "carry (direct path to h_prev)";
     }
   }
 }

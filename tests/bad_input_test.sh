@@ -280,8 +280,8 @@ import json, sys
 p = json.load(open(sys.argv[1])); exec(sys.argv[2]); open(sys.argv[1], "w").write(json.dumps(p))
 EOF
 }
-d=$(variant fversion); edit_params "$d" 'p["datasynth"]["format_version"] = 2'
-model_error format_version "model format version 2 is not supported (this build reads 1)" "$d"
+d=$(variant fversion); edit_params "$d" 'p["datasynth"]["format_version"] = 3'
+model_error format_version "model format version 3 is not supported (this build reads 1 to 2)" "$d"
 d=$(variant fversion_str); edit_params "$d" 'p["datasynth"]["format_version"] = "1"'
 model_error format_version_type "malformed model metadata" "$d"
 d=$(variant shape); edit_params "$d" 'p["datasynth"]["network"]["rnn_units"] = 32'

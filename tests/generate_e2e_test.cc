@@ -115,7 +115,7 @@ class GenerateModelDir : public ::testing::Test {
     std::vector<float> params = RandomParams(meta.spec, 9);
     // Make <n> likely so that records stay short.
     ParamLayout layout = ParamLayout::For(meta.spec);
-    params[layout.dense_b + size_t((*tok)->end_id())] = 3.0f;
+    params[layout.offset("dense.b") + size_t((*tok)->end_id())] = 3.0f;
     meta.weights_crc = Crc32(params.data(), params.size() * sizeof(float));
     ASSERT_TRUE(WriteTensorFile(dir_ + "/weights.bin",
                                 {TensorSection{"params", params.data(), params.size()}})

@@ -1,6 +1,7 @@
 // The CPU backend's training math: finite differences through time for every
 // parameter tensor, closed forms, optimizer steps, per-example clipping,
-// inference vs training forward, reproducibility.
+// inference vs training forward, reproducibility. The RnnMath cases run for
+// every architecture (lstm, gru: kAllArchitectures).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,8 +21,18 @@ namespace {
 
 using cpu::CpuTrainBackend;
 
+// The architecture of the running RnnMath case (set by the fixture).
+Architecture g_arch = Architecture::kLstm;
+
+class RnnMath : public ::testing::TestWithParam<Architecture> {
+ protected:
+  void SetUp() override { g_arch = GetParam(); }
+  void TearDown() override { g_arch = Architecture::kLstm; }
+};
+
 NetworkSpec SmallSpec(float dropout = 0.0f, int H = 4) {
   NetworkSpec s;
+  s.architecture = g_arch;
   s.vocab_size = 7;
   s.embedding_dim = 5;
   s.rnn_units = H;
@@ -49,8 +60,8 @@ std::vector<float> RandomParams(const NetworkSpec& spec, uint64_t seed) {
   std::vector<float> w(p.total);
   InitParams(spec, "glorot_uniform", seed, w.data());
   Philox rng(seed, 5);
-  for (const auto& t : p.Tensors(spec)) {
-    if (t.shape.size() != 1) continue;
+  for (const auto& t : p.tensors) {
+    if (t.name.find(".b") == std::string::npos) continue;  // biases (dense.b, <arch>N.b)
     for (size_t i = 0; i < t.size(); ++i) w[t.offset + i] += 0.5f * (rng.Uniform() - 0.5f);
   }
   return w;
@@ -75,7 +86,7 @@ void GradCheck(float dropout, bool weighted) {
   std::vector<float> grad(be->layout().total);
   be->GetGrads(grad.data());
   const float eps = 1e-2f;
-  for (const auto& t : be->layout().Tensors(spec)) {
+  for (const auto& t : be->layout().tensors) {
     double num2 = 0, diff2 = 0;
     for (size_t i = 0; i < t.size(); ++i) {
       const size_t k = t.offset + i;
@@ -98,11 +109,12 @@ void GradCheck(float dropout, bool weighted) {
   }
 }
 
-TEST(LstmGrad, FiniteDifferencesNoDropout) { GradCheck(0.0f, false); }
-TEST(LstmGrad, FiniteDifferencesWeightedPositions) { GradCheck(0.0f, true); }
-TEST(LstmGrad, FiniteDifferencesFixedDropoutMask) { GradCheck(0.3f, false); }
+TEST_P(RnnMath, FiniteDifferencesNoDropout) { GradCheck(0.0f, false); }
+TEST_P(RnnMath, FiniteDifferencesWeightedPositions) { GradCheck(0.0f, true); }
+TEST_P(RnnMath, FiniteDifferencesFixedDropoutMask) { GradCheck(0.3f, false); }
 
-TEST(LstmGrad, ZeroWeightsClosedForm) {
+// All weights zero: h = 0 for both cells (lstm: c = i g = 0; gru: n = 0, z = 1/2).
+TEST_P(RnnMath, ZeroWeightsClosedForm) {
   NetworkSpec spec = SmallSpec();
   const int B = 3, T = 6, V = spec.vocab_size;
   auto be = cpu::NewCpuTrainBackend(spec, B, T);
@@ -124,10 +136,10 @@ TEST(LstmGrad, ZeroWeightsClosedForm) {
     double expect = 0;
     for (int i = 0; i < B * T; ++i)
       expect += batch.weights[i] * (1.0 / V - (batch.targets[i] == v ? 1.0 : 0.0));
-    EXPECT_NEAR(g[L.dense_b + v], expect / count, 1e-6) << "dense.b[" << v << "]";
+    EXPECT_NEAR(g[L.offset("dense.b") + v], expect / count, 1e-6) << "dense.b[" << v << "]";
   }
   // h = 0 everywhere, so every other gradient is exactly zero.
-  for (size_t i = 0; i < L.dense_b; ++i) ASSERT_EQ(g[i], 0.0f) << i;
+  for (size_t i = 0; i < L.offset("dense.b"); ++i) ASSERT_EQ(g[i], 0.0f) << i;
 }
 
 TEST(Optimizer, RmspropAndAdamMatchHandComputedSteps) {
@@ -267,13 +279,13 @@ void ClipAgainstPerExampleRuns(int H, int threads, bool weighted) {
   }
 }
 
-TEST(PerExampleClip, MatchesPerExampleRuns) { ClipAgainstPerExampleRuns(4, 1, false); }
-TEST(PerExampleClip, MatchesPerExampleRunsWeighted) { ClipAgainstPerExampleRuns(4, 1, true); }
-TEST(PerExampleClip, MatchesPerExampleRunsTwoThreadsBlocked) {
+TEST_P(RnnMath, ClipMatchesPerExampleRuns) { ClipAgainstPerExampleRuns(4, 1, false); }
+TEST_P(RnnMath, ClipMatchesPerExampleRunsWeighted) { ClipAgainstPerExampleRuns(4, 1, true); }
+TEST_P(RnnMath, ClipMatchesPerExampleRunsTwoThreadsBlocked) {
   ClipAgainstPerExampleRuns(32, 2, true);
 }
 
-TEST(PerExampleClip, ExtremeExampleContributionIsBounded) {
+TEST_P(RnnMath, ClipExtremeExampleContributionIsBounded) {
   NetworkSpec spec = SmallSpec(0.0f, 4);
   const int B = 4, T = 6;
   auto be = cpu::NewCpuTrainBackend(spec, B, T);
@@ -281,7 +293,7 @@ TEST(PerExampleClip, ExtremeExampleContributionIsBounded) {
   // Large dense weights make every gradient big; example 0 is the outlier
   // (a constant input whose target always differs from the argmax).
   const auto& L = be->layout();
-  for (size_t i = L.dense_w; i < L.dense_b; ++i) w[i] *= 50.0f;
+  for (size_t i = L.offset("dense.w"); i < L.offset("dense.b"); ++i) w[i] *= 50.0f;
   be->SetParams(w.data());
   Batch batch = RandomBatch(B, T, spec.vocab_size, 9, false);
   for (int t = 0; t < T; ++t) batch.inputs[t] = 1;
@@ -365,10 +377,10 @@ void InferMatchesTraining(int H, int threads) {
   for (int v = 0; v < V; ++v) EXPECT_NEAR(logits[v], ref[v], 2e-5);
 }
 
-TEST(Inference, StepEqualsTrainingForward) { InferMatchesTraining(4, 1); }
-TEST(Inference, StepEqualsTrainingForwardBlockedTwoThreads) { InferMatchesTraining(48, 2); }
+TEST_P(RnnMath, InferStepEqualsTrainingForward) { InferMatchesTraining(4, 1); }
+TEST_P(RnnMath, InferStepEqualsTrainingForwardBlockedTwoThreads) { InferMatchesTraining(48, 2); }
 
-TEST(Inference, RowSplitAcrossThreadsMatchesOneThread) {
+TEST_P(RnnMath, InferRowSplitAcrossThreadsMatchesOneThread) {
   NetworkSpec spec = SmallSpec(0.0f, 32);
   spec.vocab_size = 13;
   const int slots = 24, V = spec.vocab_size;
@@ -397,7 +409,7 @@ TEST(Inference, RowSplitAcrossThreadsMatchesOneThread) {
   EXPECT_THROW(two->Step(&bad, dtok, 1, a.data()), Error);
 }
 
-TEST(Inference, LossFromForwardLogitsMatchesStep) {
+TEST_P(RnnMath, LossFromForwardLogitsMatchesStep) {
   NetworkSpec spec = SmallSpec(0.0f, 16);
   const int B = 3, T = 5, V = spec.vocab_size;
   auto be = cpu::NewCpuTrainBackend(spec, B, T);
@@ -417,7 +429,7 @@ TEST(Inference, LossFromForwardLogitsMatchesStep) {
   EXPECT_NEAR(st.loss_sum, loss, 1e-5 * loss);
 }
 
-TEST(Reproducibility, SameSeedSameGradsBitwise) {
+TEST_P(RnnMath, SameSeedSameGradsBitwise) {
   for (int threads : {1, 2}) {
     NetworkSpec spec = SmallSpec(0.25f, 32);
     const int B = 6, T = 8;
@@ -443,7 +455,7 @@ TEST(Reproducibility, SameSeedSameGradsBitwise) {
   }
 }
 
-TEST(Reproducibility, ThreadCountsAgreeToRounding) {
+TEST_P(RnnMath, ThreadCountsAgreeToRounding) {
   NetworkSpec spec = SmallSpec(0.25f, 32);
   const int B = 6, T = 8;
   auto be = cpu::NewCpuTrainBackend(spec, B, T);
@@ -476,7 +488,7 @@ TEST(Dropout, VectorMaskEqualsScalarPhiloxStream) {
   EXPECT_NEAR(keep, 0.8, 0.002);
 }
 
-TEST(Reproducibility, LibraryThreadedGemmsAgreeWithSplitGemms) {
+TEST_P(RnnMath, LibraryThreadedGemmsAgreeWithSplitGemms) {
   NetworkSpec spec = SmallSpec(0.25f, 32);
   const int B = 6, T = 8;
   std::vector<float> w = RandomParams(spec, 5);
@@ -495,7 +507,7 @@ TEST(Reproducibility, LibraryThreadedGemmsAgreeWithSplitGemms) {
     ASSERT_NEAR(g[0][i], g[1][i], 1e-6 + 1e-4 * std::abs(g[0][i])) << i;
 }
 
-TEST(TrainBackend, RejectsBadBatches) {
+TEST_P(RnnMath, RejectsBadBatches) {
   NetworkSpec spec = SmallSpec();
   auto be = cpu::NewCpuTrainBackend(spec, 2, 3);
   Batch big = RandomBatch(3, 3, spec.vocab_size, 1, false);
@@ -505,6 +517,11 @@ TEST(TrainBackend, RejectsBadBatches) {
   EXPECT_THROW(be->Step(bad, true, 0), Error);
   EXPECT_FALSE(MakeCpuTrainBackend(NetworkSpec{}, 2, 3).ok());
 }
+
+INSTANTIATE_TEST_SUITE_P(Architectures, RnnMath, ::testing::ValuesIn(kAllArchitectures),
+                         [](const ::testing::TestParamInfo<Architecture>& i) {
+                           return std::string(ArchitectureName(i.param));
+                         });
 
 }  // namespace
 }  // namespace ds

@@ -35,30 +35,35 @@ NetworkSpec Spec(int V, int E, int H, int L, float dropout) {
 }
 
 TEST(MemoryEstimate, CoversTheCpuTrainBackend) {
-  for (const auto& [spec, B, T] : {std::tuple{Spec(97, 64, 128, 2, 0.2f), 32, 50},
-                                   std::tuple{Spec(300, 32, 200, 1, 0.0f), 16, 100},
-                                   std::tuple{Spec(50, 16, 64, 3, 0.5f), 64, 20}}) {
+  for (Architecture a : kAllArchitectures)
+  for (auto [spec, B, T] : {std::tuple{Spec(97, 64, 128, 2, 0.2f), 32, 50},
+                            std::tuple{Spec(300, 32, 200, 1, 0.0f), 16, 100},
+                            std::tuple{Spec(50, 16, 64, 3, 0.5f), 64, 20}}) {
+    spec.architecture = a;
     const size_t before = HeapBytes();
     auto backend = MakeCpuTrainBackend(spec, B, T);
     ASSERT_TRUE(backend.ok()) << backend.status().ToString();
     const double allocated = double(HeapBytes() - before);
     const double estimate = double(EstimateCpuTrainBytes(spec, B, T, 1));
     // The estimate adds the trainer's host copies (5 P floats) and the
-    // per-thread scratch allocated at the first step (c V + H V + V + 3 T^2).
+    // per-thread scratch allocated at the first step (c V + H V + V + 4 T^2 + G H).
     const double P = double(ParamLayout::For(spec).total);
-    const double V = spec.vocab_size, H = spec.rnn_units;
+    const double V = spec.vocab_size, H = spec.rnn_units, GH = GateCount(a) * H;
     const double chunk = std::clamp(std::floor(double(1 << 20) / V), 64.0, 2048.0);
-    const double extra = 4 * (5 * P + chunk * V + H * V + V + 3.0 * T * T);
-    EXPECT_GE(estimate, allocated) << "the backend allocates more than estimated";
+    const double extra = 4 * (5 * P + chunk * V + H * V + V + 4.0 * T * T + GH);
+    EXPECT_GE(estimate, allocated) << "the backend allocates more than estimated "
+                                   << ArchitectureName(a);
     EXPECT_LE(estimate, allocated + extra + 64 * 1024)
-        << "the estimate lists buffers that are gone";
+        << "the estimate lists buffers that are gone " << ArchitectureName(a);
   }
 }
 
 TEST(MemoryEstimate, CoversTheCpuInferBackend) {
-  NetworkSpec spec = Spec(120, 32, 96, 2, 0.2f);
-  std::vector<float> params(ParamLayout::For(spec).total, 0.01f);
+  for (Architecture a : kAllArchitectures)
   for (int slots : {1, 64, 1000}) {
+    NetworkSpec spec = Spec(120, 32, 96, 2, 0.2f);
+    spec.architecture = a;
+    std::vector<float> params(ParamLayout::For(spec).total, 0.01f);
     const size_t before = HeapBytes();
     auto backend = MakeCpuInferBackend(spec, params.data(), slots);
     ASSERT_TRUE(backend.ok()) << backend.status().ToString();

@@ -21,7 +21,7 @@ NetworkSpec Spec(int V, int E, int H, int L) {
 TEST(ParamLayout, OffsetsAlignedOrderedAndDisjoint) {
   for (const auto& spec : {Spec(7, 5, 4, 2), Spec(100, 256, 256, 2), Spec(13, 3, 5, 3)}) {
     ParamLayout p = ParamLayout::For(spec);
-    auto tensors = p.Tensors(spec);
+    const auto& tensors = p.tensors;
     ASSERT_EQ(tensors.size(), size_t(3 + 3 * spec.num_layers));
     size_t end = 0;
     for (const auto& t : tensors) {
@@ -40,10 +40,12 @@ TEST(ParamLayout, OffsetsAlignedOrderedAndDisjoint) {
     const int64_t H = spec.rnn_units;
     EXPECT_EQ(tensors[1].shape, (std::vector<int64_t>{spec.embedding_dim, 4 * H}));
     EXPECT_EQ(tensors[tensors.size() - 2].shape, (std::vector<int64_t>{H, spec.vocab_size}));
-    EXPECT_EQ(p.layers[0].in, spec.embedding_dim);
-    for (int l = 1; l < spec.num_layers; ++l) EXPECT_EQ(p.layers[l].in, spec.rnn_units);
-    EXPECT_EQ(p.embedding, tensors[0].offset);
-    EXPECT_EQ(p.dense_w, tensors[tensors.size() - 2].offset);
+    EXPECT_EQ(p.layer(0).in, spec.embedding_dim);
+    for (int l = 1; l < spec.num_layers; ++l) EXPECT_EQ(p.layer(l).in, spec.rnn_units);
+    EXPECT_EQ(p.offset("embedding"), tensors[0].offset);
+    EXPECT_EQ(p.offset("dense.w"), tensors[tensors.size() - 2].offset);
+    EXPECT_EQ(p.layer(0).wh, tensors[2].offset);
+    EXPECT_THROW(p.at("gru0.wx"), Error);
   }
 }
 
@@ -72,7 +74,7 @@ TEST(InitParams, KerasDefaults) {
   InitParams(s, "glorot_uniform", 42, w.data());
   const int V = 300, E = 64, H = 128;
   // Embedding uniform(-0.05, 0.05): bounds, mean 0, variance 0.1^2 / 12.
-  const float* e = w.data() + p.embedding;
+  const float* e = w.data() + p.offset("embedding");
   for (size_t i = 0; i < size_t(V) * E; ++i) ASSERT_LE(std::abs(e[i]), 0.05f);
   EXPECT_NEAR(Mean(e, size_t(V) * E), 0.0, 0.002);
   EXPECT_NEAR(Var(e, size_t(V) * E), 0.01 / 12, 0.01 / 12 * 0.05);
@@ -87,16 +89,15 @@ TEST(InitParams, KerasDefaults) {
     EXPECT_NEAR(Var(x, n), limit * limit / 3, 0.05 * limit * limit / 3);
   };
   for (int l = 0; l < 2; ++l) {
-    const auto& L = p.layers[l];
+    const auto L = p.layer(l);
     check_glorot(w.data() + L.wx, L.in, 4 * H);
     check_glorot(w.data() + L.wh, H, 4 * H);
     for (int c = 0; c < 4 * H; ++c)
       EXPECT_EQ(w[L.b + c], (c >= H && c < 2 * H) ? 1.0f : 0.0f) << "layer " << l << " col " << c;
   }
-  check_glorot(w.data() + p.dense_w, H, V);
-  for (int v = 0; v < V; ++v) EXPECT_EQ(w[p.dense_b + v], 0.0f);
+  check_glorot(w.data() + p.offset("dense.w"), H, V);
+  for (int v = 0; v < V; ++v) EXPECT_EQ(w[p.offset("dense.b") + v], 0.0f);
   // Padding is zero, and the init is a function of the seed.
-  auto t = p.Tensors(s);
   std::vector<float> w2(p.total);
   InitParams(s, "glorot_uniform", 42, w2.data());
   EXPECT_EQ(w, w2);
@@ -109,7 +110,7 @@ TEST(InitParams, OrthogonalRecurrentKernelHasOrthonormalRows) {
   ParamLayout p = ParamLayout::For(s);
   std::vector<float> w(p.total);
   InitParams(s, "orthogonal", 7, w.data());
-  const float* wh = w.data() + p.layers[0].wh;  // [16, 64]
+  const float* wh = w.data() + p.layer(0).wh;  // [16, 64]
   for (int a = 0; a < 16; ++a)
     for (int b = 0; b < 16; ++b) {
       double d = 0;
@@ -127,6 +128,66 @@ TEST(Flops, MatchHandCount) {
   NetworkSpec t = Spec(7, 5, 4, 3);
   // 4*4*(5+4) + 2 * 4*4*(4+4) + 4*7 = 144 + 256 + 28 = 428
   EXPECT_DOUBLE_EQ(InferFlopsPerToken(t), 2.0 * 428);
+}
+
+// ---- the GRU (model/network.h: Keras GRU, reset_after) ----
+
+NetworkSpec Gru(int V, int E, int H, int L) {
+  NetworkSpec s = Spec(V, E, H, L);
+  s.architecture = Architecture::kGru;
+  return s;
+}
+
+TEST(Architecture, NamesRoundTripAndUnknownIsRefused) {
+  for (Architecture a : kAllArchitectures)
+    EXPECT_EQ(ParseArchitecture(ArchitectureName(a)).value(), a);
+  auto bad = ParseArchitecture("transformer");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("architecture: unknown value 'transformer'"),
+            std::string::npos);
+  EXPECT_EQ(GateCount(Architecture::kLstm), 4);
+  EXPECT_EQ(GateCount(Architecture::kGru), 3);
+  EXPECT_EQ(NetworkSpec{}.architecture, Architecture::kLstm);  // the default
+}
+
+TEST(ParamLayout, GruTensorsShapesAndInit) {
+  NetworkSpec s = Gru(50, 8, 16, 2);
+  ParamLayout p = ParamLayout::For(s);
+  std::vector<std::string> names;
+  for (const auto& t : p.tensors) names.push_back(t.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"embedding", "gru0.wx", "gru0.wh", "gru0.b",
+                                              "gru1.wx", "gru1.wh", "gru1.b", "dense.w",
+                                              "dense.b"}));
+  EXPECT_EQ(p.at("gru0.wx").shape, (std::vector<int64_t>{8, 48}));
+  EXPECT_EQ(p.at("gru1.wx").shape, (std::vector<int64_t>{16, 48}));
+  EXPECT_EQ(p.at("gru0.wh").shape, (std::vector<int64_t>{16, 48}));
+  EXPECT_EQ(p.at("gru0.b").shape, (std::vector<int64_t>{2, 48}));
+  // 50*8 + (8*48 + 16*48 + 96) + (16*48 + 16*48 + 96) + 16*50 + 50 (+14 padding)
+  EXPECT_EQ(p.total, size_t(400 + 1248 + 1632 + 800 + 64));
+  std::vector<float> w(p.total, 9.0f);
+  InitParams(s, "glorot_uniform", 3, w.data());
+  for (int i = 0; i < 96; ++i) EXPECT_EQ(w[p.offset("gru1.b") + i], 0.0f);  // Keras: zeros
+  const double limit = std::sqrt(6.0 / (16 + 48));
+  double mx = 0;
+  for (size_t i = 0; i < 16 * 48; ++i) mx = std::max(mx, double(std::abs(w[p.layer(1).wh + i])));
+  EXPECT_LE(mx, limit);
+  EXPECT_GT(mx, 0.9 * limit);
+  // The embedding and dense draws do not depend on the architecture.
+  NetworkSpec l = s;
+  l.architecture = Architecture::kLstm;
+  ParamLayout pl = ParamLayout::For(l);
+  std::vector<float> wl(pl.total);
+  InitParams(l, "glorot_uniform", 3, wl.data());
+  for (size_t i = 0; i < 400; ++i) ASSERT_EQ(w[i], wl[i]);
+  for (size_t i = 0; i < 800; ++i)
+    ASSERT_EQ(w[p.offset("dense.w") + i], wl[pl.offset("dense.w") + i]);
+}
+
+TEST(Flops, GruCountsThreeGates) {
+  NetworkSpec t = Gru(7, 5, 4, 3);
+  // 3*4*(5+4) + 2 * 3*4*(4+4) + 4*7 = 108 + 192 + 28 = 328
+  EXPECT_DOUBLE_EQ(InferFlopsPerToken(t), 2.0 * 328);
+  EXPECT_DOUBLE_EQ(TrainFlopsPerToken(t), 6.0 * 328);
 }
 
 }  // namespace

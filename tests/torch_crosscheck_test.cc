@@ -81,7 +81,7 @@ TEST(TorchCrosscheck, LogitsLossAndGradients) {
   std::vector<float> w(lay.total);
   InitParams(spec, "glorot_uniform", 17, w.data());
   Philox rng(17, 1);
-  for (const auto& t : lay.Tensors(spec))
+  for (const auto& t : lay.tensors)
     if (t.shape.size() == 1)
       for (size_t i = 0; i < t.size(); ++i) w[t.offset + i] += 0.4f * (rng.Uniform() - 0.5f);
   be->SetParams(w.data());
@@ -103,18 +103,19 @@ TEST(TorchCrosscheck, LogitsLossAndGradients) {
   WriteFile(dir / "inputs.i32", batch.inputs);
   WriteFile(dir / "targets.i32", batch.targets);
   WriteFile(dir / "weights.f32", batch.weights);
-  WriteFile(dir / "embedding.f32", std::vector<float>(w.begin() + lay.embedding,
-                                                      w.begin() + lay.embedding + size_t(V) * E));
+  const size_t emb = lay.offset("embedding");
+  const size_t dw = lay.offset("dense.w"), db = lay.offset("dense.b");
+  WriteFile(dir / "embedding.f32",
+            std::vector<float>(w.begin() + emb, w.begin() + emb + size_t(V) * E));
   for (int l = 0; l < L; ++l) {
-    const auto& Ly = lay.layers[l];
+    const auto Ly = lay.layer(l);
     const std::string p = dir / ("lstm" + std::to_string(l));
     WriteFile(p + ".weight_ih.f32", Transpose(w.data() + Ly.wx, Ly.in, 4 * H));
     WriteFile(p + ".weight_hh.f32", Transpose(w.data() + Ly.wh, H, 4 * H));
     WriteFile(p + ".bias_ih.f32", std::vector<float>(w.begin() + Ly.b, w.begin() + Ly.b + 4 * H));
   }
-  WriteFile(dir / "dense.weight.f32", Transpose(w.data() + lay.dense_w, H, V));
-  WriteFile(dir / "dense.bias.f32",
-            std::vector<float>(w.begin() + lay.dense_b, w.begin() + lay.dense_b + V));
+  WriteFile(dir / "dense.weight.f32", Transpose(w.data() + dw, H, V));
+  WriteFile(dir / "dense.bias.f32", std::vector<float>(w.begin() + db, w.begin() + db + V));
   const std::string cmd = std::string("/usr/bin/python3 ") + DS_SOURCE_DIR +
                           "/tests/torch_crosscheck.py " + dir.string();
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
@@ -133,17 +134,16 @@ TEST(TorchCrosscheck, LogitsLossAndGradients) {
     ExpectClose(name, ours.data(), ReadF64(dir / ("grad_" + name + ".f64"), ours.size()).data(),
                 ours.size(), 1e-4);
   };
-  check("embedding",
-        std::vector<float>(g.begin() + lay.embedding, g.begin() + lay.embedding + size_t(V) * E));
+  check("embedding", std::vector<float>(g.begin() + emb, g.begin() + emb + size_t(V) * E));
   for (int l = 0; l < L; ++l) {
-    const auto& Ly = lay.layers[l];
+    const auto Ly = lay.layer(l);
     const std::string p = "lstm" + std::to_string(l);
     check(p + ".weight_ih", Transpose(g.data() + Ly.wx, Ly.in, 4 * H));
     check(p + ".weight_hh", Transpose(g.data() + Ly.wh, H, 4 * H));
     check(p + ".bias_ih", std::vector<float>(g.begin() + Ly.b, g.begin() + Ly.b + 4 * H));
   }
-  check("dense.weight", Transpose(g.data() + lay.dense_w, H, V));
-  check("dense.bias", std::vector<float>(g.begin() + lay.dense_b, g.begin() + lay.dense_b + V));
+  check("dense.weight", Transpose(g.data() + dw, H, V));
+  check("dense.bias", std::vector<float>(g.begin() + db, g.begin() + db + V));
   fs::remove_all(dir);
 }
 

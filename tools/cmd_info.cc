@@ -1,6 +1,7 @@
 // datasynth info: what a model directory holds. It runs the checks generate
 // runs when it loads a model (LoadModelForGeneration, CheckTabularModel): a
 // model info accepts, generate loads.
+#include <cctype>
 #include <cmath>
 
 #include "cli.h"
@@ -33,6 +34,8 @@ std::string DelimiterName(char d) {
 void PrintModel(const std::string& dir, const Model& m) {
   const ModelMeta& meta = m.meta;
   ParamLayout layout = ParamLayout::For(meta.spec);
+  std::string arch = ArchitectureName(meta.spec.architecture);  // "LSTM", "GRU"
+  for (char& c : arch) c = char(std::toupper(static_cast<unsigned char>(c)));
   std::printf("model        %s (format %d, datasynth %s)\n", dir.c_str(), meta.format_version,
               meta.datasynth_version.c_str());
   std::printf("trained on   %s: %lld records, %lld tokens\n", meta.input_path.c_str(),
@@ -45,8 +48,9 @@ void PrintModel(const std::string& dir, const Model& m) {
   }
   std::printf("tokenizer    %s, %d tokens%s\n", m.tokenizer->type().c_str(),
               m.tokenizer->vocab_size(), m.tokenizer->column_markers() ? ", column markers" : "");
-  std::printf("network      embedding %d, %d x LSTM %d, dropout %.2f, %.2fM parameters\n",
-              meta.spec.embedding_dim, meta.spec.num_layers, meta.spec.rnn_units,
+  std::printf("network      embedding %d, %d x %s %d, dropout %.2f, %.2fM parameters\n",
+              meta.spec.embedding_dim, meta.spec.num_layers,
+              arch.c_str(), meta.spec.rnn_units,
               meta.spec.dropout_rate, double(layout.total) / 1e6);
   std::printf("training     %d epochs (%s) in %s on %s, optimizer %s lr %g, batch %d x %d, seed %lld\n",
               meta.epochs_run, meta.stop_reason.c_str(), FormatDuration(meta.train_seconds).c_str(),

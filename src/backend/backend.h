@@ -96,7 +96,7 @@ class InferBackend {
   virtual ~InferBackend() = default;
   virtual const NetworkSpec& spec() const = 0;
   virtual int slots() const = 0;
-  // Zeroes the recurrent state (h, c of every layer) of one slot.
+  // Zeroes the recurrent state (every layer's h, and c for the LSTM) of one slot.
   virtual void ResetSlot(int slot) = 0;
   // Advances the `n` slots listed in `slot_ids` by one token each and writes
   // their logits: tokens [n], logits [n, V] (host). Slots not listed keep
@@ -108,6 +108,8 @@ class InferBackend {
 
 enum class DeviceKind { kCpu, kCuda };
 
+// The CPU backend's factories (every architecture). Callers outside backend/
+// construct through backend/registry.h instead.
 Result<std::unique_ptr<TrainBackend>> MakeCpuTrainBackend(const NetworkSpec& spec, int max_batch,
                                                           int max_steps);
 // `params` must outlive the backend ([layout.total] floats, 64-byte aligned).

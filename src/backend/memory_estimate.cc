@@ -95,27 +95,36 @@ uint64_t EstimateCpuTrainBytes(const NetworkSpec& spec, int64_t max_batch, int64
                B = double(max_batch), T = double(max_steps);
   const double R = B * T;
   const bool dropout = spec.dropout_rate > 0;
-  // Parameters (ParamLayout without its padding).
-  double P = V * E + H * V + V;
-  double lstm_copies = 0;
+  // Parameters: the tensors of the layout (without its padding).
+  double P = 0;
+  for (const ParamTensor& t : ParamLayout::For(spec).tensors) P += double(t.size());
+  // Per layer: permuted and transposed Wx, Wh (G H columns) and the permuted bias.
+  const double GH = GateCount(spec.architecture) * H;
+  const bool gru = spec.architecture == Architecture::kGru;
+  double rnn_copies = 0;
   for (int l = 0; l < spec.num_layers; ++l) {
     const double in = l == 0 ? E : H;
-    P += in * 4 * H + H * 4 * H + 4 * H;
-    lstm_copies += 2 * (in + H) * 4 * H + 4 * H;
+    rnn_copies += 2 * (in + H) * GH + (gru ? 2 : 1) * GH;
   }
-  double floats = 4 * P + 5 * P + lstm_copies + V * H;
+  double floats = 4 * P + 5 * P + rnn_copies + V * H;
+  // Activations per row and layer, 11 H for both cells: lstm gates 4H, c, tanh c,
+  // h, dz 4H; gru gates 3H, u_n, h, dz 3H, dzh 3H.
   floats += R * (E + L * (11 * H + (dropout ? H : 0)) + 2 * std::max(E, H));
-  floats += 2 * B * H;
+  floats += 2 * B * H + (gru ? B * GH : 0);
   const double chunk = std::clamp(std::floor(double(1 << 20) / std::max(V, 1.0)), 64.0, 2048.0);
-  floats += std::max(threads, 1) * (chunk * V + H * V + V + 3 * T * T);
+  floats += std::max(threads, 1) * (chunk * V + H * V + V + 4 * T * T + GH);
   double bytes = 4 * floats + (dropout ? R * (E + L * H) : 0);
   return Saturate(bytes);
 }
 
 uint64_t EstimateCpuInferBytes(const NetworkSpec& spec, int64_t slots) {
   const double V = spec.vocab_size, E = spec.embedding_dim, H = spec.rnn_units;
-  double per_slot = 6 * H + 2 * V;
-  for (int l = 0; l < spec.num_layers; ++l) per_slot += 2 * H + (l == 0 ? E : H) + H;
+  const double GH = GateCount(spec.architecture) * H;
+  const bool gru = spec.architecture == Architecture::kGru;
+  // z (G H; the gru's second G H for h Wh), tanh c / u_n, the top output, logits.
+  double per_slot = (gru ? 2 : 1) * GH + 2 * H + 2 * V;
+  // Per layer: state h (and the lstm's c), the gathered [x, h] row.
+  for (int l = 0; l < spec.num_layers; ++l) per_slot += (gru ? 1 : 2) * H + (l == 0 ? E : H) + H;
   return Saturate(4 * per_slot * double(slots));
 }
 

@@ -9,14 +9,16 @@
 //   train  4 P                      params, grads, two optimizer slots
 //          + 5 P                    trainer: weights, best weights, optimizer
 //                                   snapshot (2 P) and a checkpoint buffer
-//          + sum_l 2 (In_l + H) 4H  permuted / transposed LSTM weights
+//   P = the sizes of ParamLayout's tensors; G = 4 gates (lstm) or 3 (gru)
+//          + sum_l 2 (In_l + H) G H  permuted / transposed recurrent weights
 //          + V H                    transposed dense weights
 //          + R (E + L (11 H + [dropout] H) + 2 max(E, H))   activations,
 //                                   R = max_batch x max_steps rows
 //          + [dropout] R (E + L H)  keep masks (bytes)
-//          + threads (c V + H V + V + 3 T^2)   per-thread dense / Gram
+//          + threads (c V + H V + V + 4 T^2 + G H)   per-thread dense / Gram
 //                                   scratch, c = clamp(2^20 / V, 64, 2048)
-//   infer  slots (L (2 H + In + H) + 6 H + 2 V)   per process (states,
+//   infer  slots (L (S H + In + H) + Z G H + 2 H + 2 V)   per process (states,
+//          S = 2 (h, c) and Z = 1 for the lstm, S = 1 and Z = 2 (x Wx, h Wh) for the gru;
 //          gates, logits and probabilities; the weights are a shared mapping)
 // Both are lower bounds of the peak (allocator overhead, the data set and
 // the libraries come on top); they are meant to catch shapes that are off by

@@ -9,10 +9,8 @@
 #include <thread>
 
 #include "backend/backend.h"
-#ifdef DS_HAVE_CUDA
-#include "backend/cuda/cuda_backend.h"
-#endif
 #include "backend/memory_estimate.h"
+#include "backend/registry.h"
 
 namespace ds {
 
@@ -44,20 +42,14 @@ Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks
     }
   }
   const Model* m = &model;
-  if (device.kind == DeviceKind::kCuda) {
-#ifdef DS_HAVE_CUDA
-    CudaOptions o;
-    o.memory = device.memory;
-    g.make_backend = [m, o](int slots) {
-      return MakeCudaInferBackend(m->meta.spec, m->params, slots, o);
-    };
-    g.device = DeviceKind::kCuda;
-#else
-    return DS_ERR(kUnavailable, "this datasynth was built without CUDA");
-#endif
-  } else {
-    g.make_backend = [m](int slots) { return MakeCpuInferBackend(m->meta.spec, m->params, slots); };
-  }
+  DS_RETURN_IF_ERROR(BackendAvailable(m->meta.spec.architecture, device.kind));
+  BackendOptions o;
+  o.memory = device.memory;
+  const DeviceKind kind = device.kind;
+  g.make_backend = [m, o, kind](int slots) {
+    return MakeInferBackend(kind, m->meta.spec, m->params, slots, o);
+  };
+  g.device = kind;
   return g;
 }
 

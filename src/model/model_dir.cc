@@ -13,13 +13,14 @@ using Json = nlohmann::json;
 
 Json ModelMeta::ToJson() const {
   Json j;
-  j["format_version"] = format_version;
+  j["format_version"] = kModelFormatVersion;
   j["datasynth_version"] = datasynth_version;
   j["network"] = {{"vocab_size", spec.vocab_size},
                   {"embedding_dim", spec.embedding_dim},
                   {"rnn_units", spec.rnn_units},
                   {"num_layers", spec.num_layers},
-                  {"dropout_rate", spec.dropout_rate}};
+                  {"dropout_rate", spec.dropout_rate},
+                  {"architecture", ArchitectureName(spec.architecture)}};
   j["header"] = header;
   j["delimiter"] = delimiter ? std::string(1, delimiter) : std::string();
   j["input_path"] = input_path;
@@ -97,9 +98,10 @@ Result<ModelMeta> ModelMeta::FromJson(const Json& j, const std::string& src) {
   try {
     if (!j.is_object()) return DS_ERR(kCorrupt, "{}: 'datasynth' block is not an object", src);
     m.format_version = j.at("format_version").get<int>();
-    if (m.format_version != kModelFormatVersion)
-      return DS_ERR(kCorrupt, "{}: model format version {} is not supported (this build reads {})",
-                    src, m.format_version, kModelFormatVersion);
+    if (m.format_version < 1 || m.format_version > kModelFormatVersion)
+      return DS_ERR(kCorrupt,
+                    "{}: model format version {} is not supported (this build reads 1 to {})", src,
+                    m.format_version, kModelFormatVersion);
     m.datasynth_version = j.value("datasynth_version", "");
     const Json& n = j.at("network");
     m.spec.vocab_size = n.at("vocab_size").get<int>();
@@ -107,6 +109,20 @@ Result<ModelMeta> ModelMeta::FromJson(const Json& j, const std::string& src) {
     m.spec.rnn_units = n.at("rnn_units").get<int>();
     m.spec.num_layers = n.at("num_layers").get<int>();
     m.spec.dropout_rate = n.at("dropout_rate").get<float>();
+    // Absent in version 1 (every model then was an LSTM).
+    const std::string arch = n.value("architecture", "lstm");
+    Result<Architecture> a = ParseArchitecture(arch);
+    if (!a.ok())
+      return DS_ERR(kCorrupt, "{}: network architecture '{}' is not one of: lstm, gru", src, arch);
+    if (m.format_version < 2 && a.value() != Architecture::kLstm)
+      return DS_ERR(kCorrupt,
+                    "{}: network architecture '{}' needs model format version 2 (the file says {})",
+                    src, arch, m.format_version);
+    m.spec.architecture = a.value();
+    auto bad = [](int v, int hi) { return v < 1 || v > hi; };
+    if (bad(m.spec.vocab_size, 10000000) || bad(m.spec.embedding_dim, 65536) ||
+        bad(m.spec.rnn_units, 65536) || bad(m.spec.num_layers, 64))
+      return DS_ERR(kCorrupt, "{}: network shape out of range", src);
     m.header = j.at("header").get<std::vector<std::string>>();
     std::string d = j.at("delimiter").get<std::string>();
     DS_RETURN_IF_ERROR(CheckMetaDelimiter(d, src));
@@ -184,6 +200,10 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir) {
   if (Status st = model->config.MergeJson(j, params_path); !st.ok())
     return DS_ERR(kCorrupt, "{}", st.message());
   DS_RETURN_IF_ERROR(CheckParamsAgainstMeta(model->config, model->meta, params_path));
+  const char* arch = ArchitectureName(model->meta.spec.architecture);
+  if (model->config.architecture != arch)
+    return DS_ERR(kCorrupt, "{}: config key 'architecture' is '{}' but the network is '{}'",
+                  params_path, model->config.architecture, arch);
 
   DS_ASSIGN_OR_RETURN(model->tokenizer, LoadTokenizer(dir));
   if (!tokenizer_crc.is_null()) {

@@ -36,7 +36,11 @@
 
 namespace ds {
 
-inline constexpr int kModelFormatVersion = 1;
+// 1: LSTM only, no architecture anywhere; 2: network.architecture and the
+// config key `architecture`. This build reads both (1 as lstm) and writes 2, so
+// a version-1 reader refuses a GRU model by its version instead of misreading
+// the weights.
+inline constexpr int kModelFormatVersion = 2;
 
 struct ModelMeta {
   int format_version = kModelFormatVersion;

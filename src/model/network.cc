@@ -51,44 +51,66 @@ void Orthogonal(Philox& rng, int rows, int cols, float* out) {
 
 }  // namespace
 
+const char* ArchitectureName(Architecture a) {
+  switch (a) {
+    case Architecture::kLstm:
+      return "lstm";
+    case Architecture::kGru:
+      return "gru";
+  }
+  return "?";
+}
+
+Result<Architecture> ParseArchitecture(std::string_view name) {
+  for (Architecture a : kAllArchitectures)
+    if (name == ArchitectureName(a)) return a;
+  return DS_ERR(kInvalidArgument, "architecture: unknown value '{}' (lstm, gru)", name);
+}
+
+int GateCount(Architecture a) { return a == Architecture::kGru ? 3 : 4; }
+
 ParamLayout ParamLayout::For(const NetworkSpec& spec) {
   ParamLayout p;
-  const size_t V = spec.vocab_size, E = spec.embedding_dim, H = spec.rnn_units;
+  p.architecture = spec.architecture;
+  const int64_t V = spec.vocab_size, E = spec.embedding_dim, H = spec.rnn_units;
+  const int64_t GH = GateCount(spec.architecture) * H;
+  const bool gru = spec.architecture == Architecture::kGru;
   size_t off = 0;
-  p.embedding = off;
-  off = Align16(off + V * E);
+  auto add = [&](std::string name, std::vector<int64_t> shape, InitRule init) {
+    ParamTensor t{std::move(name), std::move(shape), off, init};
+    off = Align16(off + t.size());
+    p.tensors.push_back(std::move(t));
+  };
+  add("embedding", {V, E}, {InitRule::kUniform005, kEmbStream});
   for (int l = 0; l < spec.num_layers; ++l) {
-    Layer layer;
-    layer.in = l == 0 ? int(E) : int(H);
-    layer.wx = off;
-    off = Align16(off + size_t(layer.in) * 4 * H);
-    layer.wh = off;
-    off = Align16(off + H * 4 * H);
-    layer.b = off;
-    off = Align16(off + 4 * H);
-    p.layers.push_back(layer);
+    const std::string pre = ArchitectureName(spec.architecture) + std::to_string(l);
+    const int64_t in = l == 0 ? E : H;
+    const uint64_t s = kLayerStream + 3 * uint64_t(l);
+    add(pre + ".wx", {in, GH}, {InitRule::kGlorot, s});
+    add(pre + ".wh", {H, GH}, {InitRule::kRecurrent, s + 1});
+    if (gru) {
+      add(pre + ".b", {2, GH}, {InitRule::kZero, 0});
+    } else {
+      add(pre + ".b", {GH}, {InitRule::kLstmBias, 0});
+    }
   }
-  p.dense_w = off;
-  off = Align16(off + H * V);
-  p.dense_b = off;
-  off = Align16(off + V);
+  add("dense.w", {H, V}, {InitRule::kGlorot, kDenseStream});
+  add("dense.b", {V}, {InitRule::kZero, 0});
   p.total = off;
   return p;
 }
 
-std::vector<ParamLayout::Tensor> ParamLayout::Tensors(const NetworkSpec& spec) const {
-  const int64_t V = spec.vocab_size, E = spec.embedding_dim, H = spec.rnn_units;
-  std::vector<Tensor> t;
-  t.push_back({"embedding", embedding, {V, E}});
-  for (size_t l = 0; l < layers.size(); ++l) {
-    std::string p = "lstm" + std::to_string(l);
-    t.push_back({p + ".wx", layers[l].wx, {layers[l].in, 4 * H}});
-    t.push_back({p + ".wh", layers[l].wh, {H, 4 * H}});
-    t.push_back({p + ".b", layers[l].b, {4 * H}});
-  }
-  t.push_back({"dense.w", dense_w, {H, V}});
-  t.push_back({"dense.b", dense_b, {V}});
-  return t;
+const ParamTensor& ParamLayout::at(std::string_view name) const {
+  for (const auto& t : tensors)
+    if (t.name == name) return t;
+  DS_THROW(kInternal, "parameter layout ({}) has no tensor '{}'", ArchitectureName(architecture),
+           name);
+}
+
+ParamLayout::RnnLayer ParamLayout::layer(int l) const {
+  const std::string pre = ArchitectureName(architecture) + std::to_string(l);
+  const ParamTensor& wx = at(pre + ".wx");
+  return {wx.offset, offset(pre + ".wh"), offset(pre + ".b"), int(wx.shape[0])};
 }
 
 void InitParams(const NetworkSpec& spec, const std::string& rnn_initializer, uint64_t seed,
@@ -98,37 +120,45 @@ void InitParams(const NetworkSpec& spec, const std::string& rnn_initializer, uin
              rnn_initializer);
   }
   const ParamLayout p = ParamLayout::For(spec);
-  const int V = spec.vocab_size, E = spec.embedding_dim, H = spec.rnn_units;
-  for (size_t i = 0; i < p.total; ++i) params[i] = 0.0f;  // padding and biases
-  {
-    Philox rng(seed, kEmbStream);
-    FillUniform(rng, -0.05f, 0.05f, params + p.embedding, size_t(V) * E);
-  }
-  for (int l = 0; l < spec.num_layers; ++l) {
-    const auto& L = p.layers[l];
-    Philox rx(seed, kLayerStream + 3 * l), rh(seed, kLayerStream + 3 * l + 1);
-    Glorot(rx, L.in, 4 * H, params + L.wx, size_t(L.in) * 4 * H);
-    if (rnn_initializer == "orthogonal") {
-      Orthogonal(rh, H, 4 * H, params + L.wh);
-    } else {
-      Glorot(rh, H, 4 * H, params + L.wh, size_t(H) * 4 * H);
+  for (size_t i = 0; i < p.total; ++i) params[i] = 0.0f;  // padding and zero tensors
+  for (const ParamTensor& t : p.tensors) {
+    float* out = params + t.offset;
+    Philox rng(seed, t.init.stream);
+    switch (t.init.kind) {
+      case InitRule::kZero:
+        break;
+      case InitRule::kUniform005:
+        FillUniform(rng, -0.05f, 0.05f, out, t.size());
+        break;
+      case InitRule::kGlorot:
+        Glorot(rng, int(t.shape[0]), int(t.shape[1]), out, t.size());
+        break;
+      case InitRule::kRecurrent:
+        if (rnn_initializer == "orthogonal") {
+          Orthogonal(rng, int(t.shape[0]), int(t.shape[1]), out);
+        } else {
+          Glorot(rng, int(t.shape[0]), int(t.shape[1]), out, t.size());
+        }
+        break;
+      case InitRule::kLstmBias: {
+        const size_t H = t.size() / 4;
+        for (size_t u = H; u < 2 * H; ++u) out[u] = 1.0f;
+        break;
+      }
     }
-    for (int u = 0; u < H; ++u) params[L.b + H + u] = 1.0f;  // forget gate (unit_forget_bias)
   }
-  Philox rd(seed, kDenseStream);
-  Glorot(rd, H, V, params + p.dense_w, size_t(H) * V);
 }
 
 // Multiply-adds per token of the forward pass: per layer x Wx and h Wh
-// (4H (In + H)), and the dense layer (H V). The backward pass costs twice the
+// (G H (In + H), G = GateCount), and the dense layer (H V). The backward pass costs twice the
 // forward (dX = dZ W^T and dW = X^T dZ for every matrix, including layer 0's dX
 // which feeds the embedding gradient), so training = 3 x forward. Elementwise
 // work, softmax and the embedding lookup are not counted.
 double InferFlopsPerToken(const NetworkSpec& spec) {
-  double H = spec.rnn_units, macs = 0;
+  double H = spec.rnn_units, G = GateCount(spec.architecture), macs = 0;
   for (int l = 0; l < spec.num_layers; ++l) {
     double in = l == 0 ? spec.embedding_dim : spec.rnn_units;
-    macs += 4 * H * (in + H);
+    macs += G * H * (in + H);
   }
   macs += H * spec.vocab_size;
   return 2 * macs;

@@ -19,9 +19,7 @@
 #include "backend/device.h"
 #include "backend/device_allocator.h"
 #include "backend/memory_estimate.h"
-#ifdef DS_HAVE_CUDA
-#include "backend/cuda/cuda_backend.h"
-#endif
+#include "backend/registry.h"
 #include "generate/column_rules.h"
 #include "io/csv.h"
 #include "io/input.h"
@@ -383,6 +381,7 @@ class TrainRun {
     spec_.rnn_units = cfg_.rnn_units;
     spec_.num_layers = cfg_.num_layers;
     spec_.dropout_rate = float(cfg_.dropout_rate);
+    DS_ASSIGN_OR_RETURN(spec_.architecture, ParseArchitecture(cfg_.architecture));
     layout_ = ParamLayout::For(spec_);
     DS_ASSIGN_OR_RETURN(backend_, MakeBackend(max_batch, max_steps));
     params_.resize(layout_.total);
@@ -497,19 +496,15 @@ class TrainRun {
                       spec_.vocab_size, spec_.embedding_dim, spec_.num_layers, spec_.rnn_units,
                       max_batch, max_steps),
           "reduce batch_size, seq_length, rnn_units, embedding_dim or vocab_size"));
-      return MakeCpuTrainBackend(spec_, max_batch, max_steps);
+      return MakeTrainBackend(kind, spec_, max_batch, max_steps);
     }
-#ifdef DS_HAVE_CUDA
-    CudaOptions o;
+    BackendOptions o;
     o.memory.preallocate = cfg_.gpu_memory == "preallocate";
     if (!cfg_.gpu_memory_limit.empty()) {
       DS_ASSIGN_OR_RETURN(DeviceMemory mem, CudaMemory(o.device));
       DS_ASSIGN_OR_RETURN(o.memory.limit_bytes, ParseMemoryLimit(cfg_.gpu_memory_limit, mem.total_bytes));
     }
-    return MakeCudaTrainBackend(spec_, max_batch, max_steps, o);
-#else
-    return DS_ERR(kUnavailable, "this build of datasynth has no CUDA backend");
-#endif
+    return MakeTrainBackend(kind, spec_, max_batch, max_steps, o);
   }
 
   int64_t StepsPerEpoch() const { return cfg_.dp ? dp_.steps_per_epoch : data_.train_batches(); }

@@ -20,6 +20,14 @@
 //                          db = colsum dZ                             big GEMMs after the loop
 //             dE[tok_r] += dropout0'(dX_0)_r
 //
+// The GRU (architecture gru, model/network.h) runs the same scheme with G = 3
+// gates: Zx = X Wx as one GEMM; per step and thread, its columns of
+// U = h_{t-1} Wh go to a separate [B, 3H] buffer (the reset gate multiplies
+// U's n part, so it cannot be summed into Zx), then the fused GruCell; the
+// backward keeps two gradients, dZx (x side: dWx, dX, bx) and dZh (h side:
+// dWh, the recurrent dh, bh), and carries dh_t * z_t to t-1 in place of the
+// LSTM's dc. Everything below says 4H for the LSTM; read G H.
+//
 // Internally the 4H gate columns of Wx, Wh, b, Z and dZ are permuted into
 // unit blocks of `ub` units ([block][gate i,f,g,o][unit]), so that each thread
 // of the recurrence owns a contiguous column range holding all four gates of
@@ -90,7 +98,8 @@ class CpuTrainBackend : public TrainBackend {
 std::unique_ptr<CpuTrainBackend> NewCpuTrainBackend(const NetworkSpec& spec, int max_batch,
                                                     int max_steps);
 
-// Inference: per slot and layer h, c [H]. Step gathers the n listed slots'
+// Inference: per slot and layer h, c [H] (the GRU: h only, and two GEMMs per
+// layer, x Wx and h Wh). Step gathers the n listed slots'
 // state and tokens, runs one timestep as ONE GEMM per layer
 // ([x, h] [n, In+H] x [Wx; Wh] [In+H, 4H], valid because Wh follows Wx
 // contiguously in ParamLayout whenever 4H*In is a multiple of 16, otherwise

@@ -69,7 +69,7 @@ inline void DrawKeepMask(uint64_t seed, int site, int t, float rate, uint8_t* ma
   }
   if (i < n) {
     Philox16(seed, stream, block, words);
-    for (int w = 0; i < n; ++w) {
+    for (int w = 0; w < 64 && i < n; ++w) {  // n - i < 128: at most 64 words
       mask[i++] = (words[w] & 0xFFFFu) >= thr;
       if (i < n) mask[i++] = (words[w] >> 16) >= thr;
     }

@@ -21,20 +21,24 @@ class InferImpl final : public CpuInferBackend {
   InferImpl(const NetworkSpec& spec, const float* params, int slots, int threads)
       : spec_(spec),
         layout_(ParamLayout::For(spec)),
+        gru_(spec.architecture == Architecture::kGru),
         params_(params),
         slots_(slots),
         threads_(threads) {
-    const int H = spec.rnn_units, L = spec.num_layers;
+    const int H = spec.rnn_units, L = spec.num_layers, GH = GateCount(spec.architecture) * H;
     for (int l = 0; l < L; ++l) {
-      const auto& Ly = layout_.layers[l];
+      const auto Ly = layout_.layer(l);
+      lay_.push_back(Ly);
       h_.emplace_back(size_t(slots) * H);
-      c_.emplace_back(size_t(slots) * H);
+      c_.emplace_back(gru_ ? 0 : size_t(slots) * H);
       h_.back().Zero();
       c_.back().Zero();
       xh_.emplace_back(size_t(slots) * (Ly.in + H));
-      fused_.push_back(Ly.wx + size_t(Ly.in) * 4 * H == Ly.wh);
+      // The gru keeps h Wh apart (the reset gate multiplies its n part).
+      fused_.push_back(!gru_ && Ly.wx + size_t(Ly.in) * GH == Ly.wh);
     }
-    z_.Resize(size_t(slots) * 4 * H);
+    z_.Resize(size_t(slots) * GH);
+    if (gru_) zh_.Resize(size_t(slots) * GH);
     xlast_.Resize(size_t(slots) * H);
     tc_.Resize(size_t(slots) * H);
     seen_.assign(slots, 0);
@@ -50,7 +54,7 @@ class InferImpl final : public CpuInferBackend {
     const int H = spec_.rnn_units;
     for (size_t l = 0; l < h_.size(); ++l) {
       std::memset(h_[l].data() + size_t(slot) * H, 0, H * sizeof(float));
-      std::memset(c_[l].data() + size_t(slot) * H, 0, H * sizeof(float));
+      if (!gru_) std::memset(c_[l].data() + size_t(slot) * H, 0, H * sizeof(float));
     }
   }
 
@@ -58,17 +62,21 @@ class InferImpl final : public CpuInferBackend {
 
  private:
   void Rows(const int* slot_ids, const int32_t* tokens, int i0, int i1, float* logits);
+  void GruLayer(int l, const int* slot_ids, int i0, int i1, float* next, int next_ld);
 
   NetworkSpec spec_;
   ParamLayout layout_;
+  bool gru_;                                // architecture gru (else lstm)
+  std::vector<ParamLayout::RnnLayer> lay_;  // per layer offsets
   const float* params_;
   int slots_;
   int threads_;
   std::vector<Buffer<float>> h_;   // per layer [slots, H] state h
-  std::vector<Buffer<float>> c_;   // per layer [slots, H] state c
+  std::vector<Buffer<float>> c_;   // per layer [slots, H] state c (lstm only)
   std::vector<Buffer<float>> xh_;  // per layer [slots, In + H] gathered [x, h_prev] rows
   std::vector<bool> fused_;        // Wh follows Wx contiguously: one GEMM with K = In + H
-  Buffer<float> z_;                // [slots, 4H] gate pre-activations
+  Buffer<float> z_;                // [slots, GH] gate pre-activations (x side for the gru)
+  Buffer<float> zh_;               // [slots, GH] h_prev Wh (gru only)
   Buffer<float> tc_;               // [slots, H] tanh(c) scratch
   Buffer<float> xlast_;            // [slots, H] top layer output, dense input
   std::vector<char> seen_;         // [slots] duplicate check of slot_ids
@@ -117,9 +125,9 @@ void InferImpl::Rows(const int* slot_ids, const int32_t* tokens, int i0, int i1,
   if (m <= 0) return;
   const int V = spec_.vocab_size, E = spec_.embedding_dim, H = spec_.rnn_units, H4 = 4 * H;
   const int L = spec_.num_layers;
-  const float* emb = params_ + layout_.embedding;
+  const float* emb = params_ + layout_.offset("embedding");
   for (int l = 0; l < L; ++l) {
-    const auto& Ly = layout_.layers[l];
+    const auto& Ly = lay_[l];
     const int in = Ly.in, K = in + H;
     float* xh = xh_[l].data() + size_t(i0) * K;  // [m, in + H]: [x, h_prev] rows
     float* hs = h_[l].data();
@@ -129,6 +137,12 @@ void InferImpl::Rows(const int* slot_ids, const int32_t* tokens, int i0, int i1,
       if (l == 0) std::memcpy(row, emb + size_t(tokens[i]) * E, E * sizeof(float));
       std::memcpy(row + in, hs + size_t(slot_ids[i]) * H, H * sizeof(float));
     }
+    float* next = l + 1 < L ? xh_[l + 1].data() : xlast_.data();
+    const int next_ld = l + 1 < L ? lay_[l + 1].in + H : H;
+    if (gru_) {
+      GruLayer(l, slot_ids, i0, i1, next, next_ld);
+      continue;
+    }
     float* z = z_.data() + size_t(i0) * H4;  // [m, 4H]
     if (fused_[l]) {
       SgemmSerial(false, false, m, H4, K, 1.0f, xh, K, params_ + Ly.wx, H4, 0.0f, z, H4);
@@ -137,8 +151,6 @@ void InferImpl::Rows(const int* slot_ids, const int32_t* tokens, int i0, int i1,
       SgemmSerial(false, false, m, H4, H, 1.0f, xh + in, K, params_ + Ly.wh, H4, 1.0f, z, H4);
     }
     const float* bias = params_ + Ly.b;
-    float* next = l + 1 < L ? xh_[l + 1].data() : xlast_.data();
-    const int next_ld = l + 1 < L ? layout_.layers[l + 1].in + H : H;
     for (int i = i0; i < i1; ++i) {
       float* zr = z + size_t(i - i0) * H4;
       float* c = cs + size_t(slot_ids[i]) * H;
@@ -148,11 +160,36 @@ void InferImpl::Rows(const int* slot_ids, const int32_t* tokens, int i0, int i1,
       std::memcpy(next + size_t(i) * next_ld, h, H * sizeof(float));
     }
   }
-  const float* bd = params_ + layout_.dense_b;
+  const float* bd = params_ + layout_.offset("dense.b");
   float* out = logits + size_t(i0) * V;  // [m, V]
   for (int i = 0; i < m; ++i) std::memcpy(out + size_t(i) * V, bd, V * sizeof(float));
   SgemmSerial(false, false, m, V, H, 1.0f, xlast_.data() + size_t(i0) * H, H,
-              params_ + layout_.dense_w, V, 1.0f, out, V);
+              params_ + layout_.offset("dense.w"), V, 1.0f, out, V);
+}
+
+// One GRU layer for rows i0..i1 (xh_[l] gathered by Rows): a = x Wx and
+// u = h_prev Wh as two GEMMs, then the cell per row; h goes to the slot's
+// state and to `next` (the next layer's input rows, leading dimension next_ld).
+void InferImpl::GruLayer(int l, const int* slot_ids, int i0, int i1, float* next, int next_ld) {
+  const int H = spec_.rnn_units, H3 = 3 * H, m = i1 - i0;
+  const auto& Ly = lay_[l];
+  const int in = Ly.in, K = in + H;
+  const float* xh = xh_[l].data() + size_t(i0) * K;
+  float* a = z_.data() + size_t(i0) * H3;   // [m, 3H]
+  float* u = zh_.data() + size_t(i0) * H3;  // [m, 3H]
+  SgemmSerial(false, false, m, H3, in, 1.0f, xh, K, params_ + Ly.wx, H3, 0.0f, a, H3);
+  SgemmSerial(false, false, m, H3, H, 1.0f, xh + in, K, params_ + Ly.wh, H3, 0.0f, u, H3);
+  const float* bx = params_ + Ly.b;
+  const float* bh = bx + H3;
+  float* hn = tc_.data();  // scratch
+  for (int i = i0; i < i1; ++i) {
+    float* ar = a + size_t(i - i0) * H3;
+    const float* ur = u + size_t(i - i0) * H3;
+    float* h = h_[l].data() + size_t(slot_ids[i]) * H;
+    GruCell(H, ar, ar + H, ar + 2 * H, ur, ur + H, ur + 2 * H, bx, bx + H, bx + 2 * H, bh, bh + H,
+            bh + 2 * H, h, hn + size_t(i) * H, h);
+    std::memcpy(next + size_t(i) * next_ld, h, H * sizeof(float));
+  }
 }
 
 }  // namespace

@@ -118,10 +118,19 @@ inline void StepBarrier(SpinBarrier& barrier, int team, int planned) {
 class TrainImpl final : public CpuTrainBackend {
  public:
   TrainImpl(const NetworkSpec& spec, int max_batch, int max_steps)
-      : spec_(spec), layout_(ParamLayout::For(spec)), max_b_(max_batch), max_t_(max_steps) {
+      : spec_(spec),
+        layout_(ParamLayout::For(spec)),
+        gru_(spec.architecture == Architecture::kGru),
+        G_(GateCount(spec.architecture)),
+        max_b_(max_batch),
+        max_t_(max_steps) {
     const size_t R = size_t(max_batch) * max_steps;
     const int V = spec.vocab_size, E = spec.embedding_dim, H = spec.rnn_units, L = spec.num_layers;
+    const size_t GH = size_t(G_) * H;
     ub_ = UnitBlock(H);
+    off_emb_ = layout_.offset("embedding");
+    off_dw_ = layout_.offset("dense.w");
+    off_db_ = layout_.offset("dense.b");
     const size_t total = layout_.total;
     params_.Resize(total);
     grads_.Resize(total);
@@ -134,19 +143,23 @@ class TrainImpl final : public CpuTrainBackend {
     x0_.Resize(R * E);
     wdt_.Resize(size_t(V) * H);
     for (int l = 0; l < L; ++l) {
-      const int in = layout_.layers[l].in;
-      wxp_.emplace_back(size_t(in) * 4 * H);
-      whp_.emplace_back(size_t(H) * 4 * H);
-      wxpt_.emplace_back(size_t(in) * 4 * H);
-      whpt_.emplace_back(size_t(H) * 4 * H);
-      bp_.emplace_back(size_t(4) * H);
-      gates_.emplace_back(R * 4 * H);
-      c_.emplace_back(R * H);
-      tc_.emplace_back(R * H);
+      lay_.push_back(layout_.layer(l));
+      const int in = lay_[l].in;
+      wxp_.emplace_back(size_t(in) * GH);
+      whp_.emplace_back(size_t(H) * GH);
+      wxpt_.emplace_back(size_t(in) * GH);
+      whpt_.emplace_back(size_t(H) * GH);
+      bp_.emplace_back((gru_ ? 2 : 1) * GH);
+      gates_.emplace_back(R * GH);
+      c_.emplace_back(gru_ ? 0 : R * H);
+      tc_.emplace_back(gru_ ? 0 : R * H);
+      hn_.emplace_back(gru_ ? R * H : 0);
       h_.emplace_back(R * H);
-      dz_.emplace_back(R * 4 * H);
+      dz_.emplace_back(R * GH);
+      dzh_.emplace_back(gru_ ? R * GH : 0);
       xd_.emplace_back(spec.dropout_rate > 0 ? R * H : 0);  // dropout(h_l), input of l+1
     }
+    if (gru_) hz_.Resize(size_t(max_batch) * GH);
     for (int s = 0; s <= L; ++s)
       mask_.emplace_back(spec.dropout_rate > 0 ? R * (s == 0 ? E : H) : 0);
     const size_t wmax = size_t(std::max(E, H));
@@ -154,12 +167,12 @@ class TrainImpl final : public CpuTrainBackend {
     dx_[1].Resize(R * wmax);
     dhrec_.Resize(size_t(max_batch) * H);
     dcn_.Resize(size_t(max_batch) * H);
-    zeros_.Resize(size_t(std::max({E, H, V})));
+    zeros_.Resize(std::max({size_t(E), GH, size_t(V)}));
     zeros_.Zero();
     ones_.Resize(H);
     std::memset(ones_.data(), 1, H);
-    wscratch_.Resize(wmax * 4 * H);
-    bscratch_.Resize(size_t(4) * H);
+    wscratch_.Resize(wmax * GH);
+    bscratch_.Resize(2 * GH);
   }
 
   std::string name() const override { return "cpu"; }
@@ -233,6 +246,11 @@ class TrainImpl final : public CpuTrainBackend {
   void Forward(const Batch& batch, uint64_t seed);
   void RecurrenceForward(int l);
   void RecurrenceBackward(int l, const float* dh_above, bool accumulate_bias);
+  void GruForward(int l);
+  void GruBackward(int l, const float* dh_above, bool accumulate_bias);
+  // dL/d(h-side pre-activations) of layer l: dz_ itself for the LSTM (one
+  // pre-activation per gate), dzh_ for the GRU.
+  float* DzH(int l) { return gru_ ? dzh_[l].data() : dz_[l].data(); }
   void LayerWeightGrads(int l, bool bias_from_colsum);
   StepStats DenseStage(const Batch& batch, bool train, double count, float* dxd, float* logits_out);
   StepStats DenseClipNorms(const Batch& batch, float* dxd, double* norm2);
@@ -244,6 +262,10 @@ class TrainImpl final : public CpuTrainBackend {
 
   NetworkSpec spec_;
   ParamLayout layout_;
+  bool gru_;                                // architecture gru (else lstm)
+  int G_;                                   // gates per unit: 4 (lstm), 3 (gru)
+  std::vector<ParamLayout::RnnLayer> lay_;  // per layer offsets
+  size_t off_emb_ = 0, off_dw_ = 0, off_db_ = 0;
   int max_b_, max_t_;
   int ub_ = 16;
   int threads_ = 0;
@@ -256,29 +278,34 @@ class TrainImpl final : public CpuTrainBackend {
     return !(e && std::string(e) == "0");
   }();
 
-  Buffer<float> params_, grads_;       // [total] ParamLayout
-  Buffer<float> opt_m_, opt_v_;        // [total] optimizer slots
-  std::vector<Buffer<float>> wxp_;     // per layer [In, 4H] Wx, gate columns permuted
-  std::vector<Buffer<float>> whp_;     // per layer [H, 4H]
-  std::vector<Buffer<float>> wxpt_;    // per layer [4H, In] = wxp^T (dX = dZ wxpt: a plain NN GEMM)
+  Buffer<float> params_, grads_;  // [total] ParamLayout
+  Buffer<float> opt_m_, opt_v_;   // [total] optimizer slots
+  // G = G_, GH = G * H. Gate columns permuted as described in cpu_backend.h.
+  std::vector<Buffer<float>> wxp_;     // per layer [In, GH] Wx, gate columns permuted
+  std::vector<Buffer<float>> whp_;     // per layer [H, GH]
+  std::vector<Buffer<float>> wxpt_;    // per layer [GH, In] = wxp^T (dX = dZ wxpt: a plain NN GEMM)
   Buffer<float> wdt_;                  // [V, H] = Wd^T (dX = dlogits wdt: a plain NN GEMM)
-  std::vector<Buffer<float>> whpt_;    // per layer [4H, H] = whp^T (per-step dz whpt)
-  std::vector<Buffer<float>> bp_;      // per layer [4H]
+  std::vector<Buffer<float>> whpt_;    // per layer [GH, H] = whp^T (per-step dz whpt)
+  std::vector<Buffer<float>> bp_;      // per layer [GH] (lstm) / [2, GH] bx, bh (gru)
   Buffer<float> x0_;                   // [R, Emb] dropout(E[tok]), time-major rows
-  std::vector<Buffer<float>> gates_;   // per layer [R, 4H] permuted; x Wx, then activated i,f,g,o
-  std::vector<Buffer<float>> c_;       // per layer [R, H] cell state c_t
-  std::vector<Buffer<float>> tc_;      // per layer [R, H] tanh(c_t)
+  std::vector<Buffer<float>> gates_;   // per layer [R, GH] permuted; x Wx, then activated
+                                       // i,f,g,o (lstm) / z,r,n (gru)
+  std::vector<Buffer<float>> c_;       // per layer [R, H] cell state c_t (lstm only)
+  std::vector<Buffer<float>> tc_;      // per layer [R, H] tanh(c_t) (lstm only)
+  std::vector<Buffer<float>> hn_;      // per layer [R, H] u_n = h_{t-1} Wh_n + bh_n (gru only)
+  Buffer<float> hz_;                   // [maxB, GH] permuted h_{t-1} Wh of one step (gru only)
   std::vector<Buffer<float>> h_;       // per layer [R, H] h_t
   std::vector<Buffer<float>> xd_;      // per layer [R, H] dropout(h_t) (dropout > 0 only)
   std::vector<Buffer<uint8_t>> mask_;  // per site [R, width] keep flags (dropout > 0 only)
-  std::vector<Buffer<float>> dz_;      // per layer [R, 4H] permuted dL/dz
+  std::vector<Buffer<float>> dz_;      // per layer [R, GH] permuted dL/d(x-side pre-activation)
+  std::vector<Buffer<float>> dzh_;     // per layer [R, GH] permuted dL/d(h-side) (gru only)
   Buffer<float> dx_[2];                // [R, max(Emb, H)] ping-pong dL/d(layer input)
-  Buffer<float> dhrec_;                // [maxB, H] dz_{t+1} Wh^T
-  Buffer<float> dcn_;                  // [maxB, H] dL/dc_t carried to t-1
+  Buffer<float> dhrec_;                // [maxB, H] dzh_{t+1} Wh^T
+  Buffer<float> dcn_;                  // [maxB, H] carried to t-1: dL/dc_t (lstm), dh_t * z_t (gru)
   Buffer<uint8_t> ones_;               // [H] all-ones keep mask (no dropout)
-  Buffer<float> zeros_;                // [max(Emb, H, V)] zeros (c_{-1}, ...)
-  Buffer<float> wscratch_;             // [max(Emb, H), 4H] permuted weight gradient
-  Buffer<float> bscratch_;             // [4H] permuted bias gradient
+  Buffer<float> zeros_;                // [max(Emb, GH, V)] zeros (c_{-1}, h_{-1}, ...)
+  Buffer<float> wscratch_;             // [max(Emb, H), GH] permuted weight gradient
+  Buffer<float> bscratch_;             // [2, GH] permuted bias gradient (row 1: gru's bh)
   // Dense stage, per thread.
   std::vector<Buffer<float>> dense_logits_;  // per thread [rows_chunk, V]
   std::vector<Buffer<float>> dense_dw_;      // per thread [H, V] (thread 0: grads)
@@ -306,42 +333,43 @@ void TrainImpl::Validate(const Batch& batch) const {
   }
 }
 
-// Standard gate-major column c = g*H + k*ub + u  <->  permuted k*4ub + g*ub + u.
+// Standard gate-major column c = g*H + k*ub + u  <->  permuted k*G*ub + g*ub + u
+// (G = 4 for the lstm, 3 for the gru).
 void TrainImpl::RefreshPermuted() {
   if (!perm_dirty_) return;
-  const int H = spec_.rnn_units, ub = ub_, nb = H / ub;
+  const int H = spec_.rnn_units, ub = ub_, nb = H / ub, G = G_, GH = G * H;
   auto permute = [&](const float* src, int rows, float* dst) {
     for (int r = 0; r < rows; ++r)
       for (int k = 0; k < nb; ++k)
-        for (int g = 0; g < 4; ++g)
-          std::memcpy(dst + size_t(r) * 4 * H + (k * 4 + g) * ub,
-                      src + size_t(r) * 4 * H + g * H + k * ub, ub * sizeof(float));
+        for (int g = 0; g < G; ++g)
+          std::memcpy(dst + size_t(r) * GH + (k * G + g) * ub,
+                      src + size_t(r) * GH + g * H + k * ub, ub * sizeof(float));
   };
   for (int l = 0; l < spec_.num_layers; ++l) {
-    const auto& L = layout_.layers[l];
+    const auto& L = lay_[l];
     permute(params_.data() + L.wx, L.in, wxp_[l].data());
     permute(params_.data() + L.wh, H, whp_[l].data());
-    permute(params_.data() + L.b, 1, bp_[l].data());
-    Transpose(wxp_[l].data(), L.in, 4 * H, wxpt_[l].data());
-    Transpose(whp_[l].data(), H, 4 * H, whpt_[l].data());
+    permute(params_.data() + L.b, gru_ ? 2 : 1, bp_[l].data());
+    Transpose(wxp_[l].data(), L.in, GH, wxpt_[l].data());
+    Transpose(whp_[l].data(), H, GH, whpt_[l].data());
   }
-  Transpose(params_.data() + layout_.dense_w, H, spec_.vocab_size, wdt_.data());
+  Transpose(params_.data() + off_dw_, H, spec_.vocab_size, wdt_.data());
   perm_dirty_ = false;
 }
 
 void TrainImpl::Unpermute(const float* src, int rows, float* dst) const {
-  const int H = spec_.rnn_units, ub = ub_, nb = H / ub;
+  const int H = spec_.rnn_units, ub = ub_, nb = H / ub, G = G_, GH = G * H;
   for (int r = 0; r < rows; ++r)
     for (int k = 0; k < nb; ++k)
-      for (int g = 0; g < 4; ++g)
-        std::memcpy(dst + size_t(r) * 4 * H + g * H + k * ub,
-                    src + size_t(r) * 4 * H + (k * 4 + g) * ub, ub * sizeof(float));
+      for (int g = 0; g < G; ++g)
+        std::memcpy(dst + size_t(r) * GH + g * H + k * ub, src + size_t(r) * GH + (k * G + g) * ub,
+                    ub * sizeof(float));
 }
 
 void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
   const int B = B_, T = T_, E = spec_.embedding_dim, H = spec_.rnn_units;
   const float keep_scale = dropout_on_ ? 1.0f / (1.0f - spec_.dropout_rate) : 1.0f;
-  const float* emb = params_.data() + layout_.embedding;
+  const float* emb = params_.data() + off_emb_;
   // Embedding lookup (+ dropout site 0), one timestep per iteration.
 #pragma omp parallel for num_threads(nt_) schedule(static)
   for (int t = 0; t < T; ++t) {
@@ -361,11 +389,15 @@ void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
   }
   prof_.Mark(kEmbed);
   for (int l = 0; l < spec_.num_layers; ++l) {
-    const int in = layout_.layers[l].in;
-    BigGemm('m', false, false, R_, 4 * H, in, 1.0f, LayerInput(l), in, wxp_[l].data(), 4 * H, 0.0f,
-            gates_[l].data(), 4 * H);
+    const int in = lay_[l].in, GH = G_ * H;
+    BigGemm('m', false, false, R_, GH, in, 1.0f, LayerInput(l), in, wxp_[l].data(), GH, 0.0f,
+            gates_[l].data(), GH);
     prof_.Mark(kFwdGemm);
-    RecurrenceForward(l);
+    if (gru_) {
+      GruForward(l);
+    } else {
+      RecurrenceForward(l);
+    }
     prof_.Mark(kFwdRec);
     if (dropout_on_) {
 #pragma omp parallel for num_threads(nt_) schedule(static)
@@ -502,15 +534,152 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
   }
 }
 
+// The GRU recurrence (network.h), in the LSTM's threading: thread j owns unit
+// blocks k0..k1 (all three gates of their units, columns c0..c0+nc of the
+// permuted [B, 3H] rows), computes its columns of u = h_{t-1} Wh with one
+// serial GEMM into hz_, runs the cell and meets the others at one barrier per
+// step. gates_ holds x Wx on entry and z, r, n on exit; hn_ keeps u_n + bh_n.
+void TrainImpl::GruForward(int l) {
+  const int B = B_, T = T_, H = spec_.rnn_units, ub = ub_, nb = H / ub, H3 = 3 * H;
+  const int ntr = std::min(nt_, nb);
+  float* gates = gates_[l].data();
+  float* hnbuf = hn_[l].data();
+  float* hbuf = h_[l].data();
+  float* hz = hz_.data();
+  const float* whp = whp_[l].data();
+  const float* bx = bp_[l].data();
+  const float* bh = bx + H3;
+  const float* zeros = zeros_.data();
+  SpinBarrier barrier(ntr);
+#pragma omp parallel num_threads(ntr)
+  {
+    const int j = omp_get_thread_num(), nj = omp_get_num_threads();
+    const int k0 = j * nb / nj, k1 = (j + 1) * nb / nj;
+    const int c0 = k0 * 3 * ub, nc = (k1 - k0) * 3 * ub;
+    for (int t = 0; t < T; ++t) {
+      float* a = gates + size_t(t) * B * H3;  // [B, 3H]
+      if (t > 0 && nc > 0) {
+        SgemmSerial(false, false, B, nc, H, 1.0f, hbuf + size_t(t - 1) * B * H, H, whp + c0, H3,
+                    0.0f, hz + c0, H3);
+      }
+      for (int b = 0; b < B; ++b) {
+        const size_t row = size_t(t) * B + b;
+        for (int k = k0; k < k1; ++k) {
+          float* ar = a + size_t(b) * H3 + k * 3 * ub;  // [z r n] x ub
+          const float* ur = t > 0 ? hz + size_t(b) * H3 + k * 3 * ub : zeros;
+          const float* bxk = bx + k * 3 * ub;
+          const float* bhk = bh + k * 3 * ub;
+          const float* hp = t > 0 ? hbuf + (row - B) * H + k * ub : zeros;
+          GruCell(ub, ar, ar + ub, ar + 2 * ub, ur, ur + ub, ur + 2 * ub, bxk, bxk + ub,
+                  bxk + 2 * ub, bhk, bhk + ub, bhk + 2 * ub, hp, hnbuf + row * H + k * ub,
+                  hbuf + row * H + k * ub);
+        }
+      }
+      StepBarrier(barrier, nj, ntr);
+    }
+  }
+}
+
+// GRU backward through time. With dh = dL/dh_t (from above, the recurrent
+// GEMM dzh_{t+1} Wh^T and the direct path dh_{t+1} z_{t+1} carried in dcn_):
+//   dn = dh (1 - z) (1 - n^2)            da_n (x side), du_n = dn r
+//   dz = dh (h_{t-1} - n) z (1 - z)      da_z = du_z
+//   dr = dn u_n r (1 - r)                da_r = du_r
+//   carry to t-1: dh z
+// writes dz_[l] (x side) and dzh_[l] (h side); with accumulate_bias, their
+// column sums (the permuted bx, bh gradients) to bscratch_ rows 0 and 1.
+void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) {
+  const int B = B_, T = T_, H = spec_.rnn_units, ub = ub_, nb = H / ub, H3 = 3 * H;
+  const int ntr = std::min(nt_, nb);
+  const float* gates = gates_[l].data();
+  const float* hnbuf = hn_[l].data();
+  const float* hbuf = h_[l].data();
+  const float* whpt = whpt_[l].data();
+  const uint8_t* mask = dropout_on_ ? mask_[l + 1].data() : nullptr;
+  const float keep_scale = dropout_on_ ? 1.0f / (1.0f - spec_.dropout_rate) : 1.0f;
+  float* dzx = dz_[l].data();
+  float* dzh = dzh_[l].data();
+  float* dhrec = dhrec_.data();
+  float* carry = dcn_.data();
+  float* dbx = bscratch_.data();
+  float* dbh = dbx + H3;
+  const float* zeros = zeros_.data();
+  const uint8_t* ones = ones_.data();
+  SpinBarrier barrier(ntr);
+#pragma omp parallel num_threads(ntr)
+  {
+    const int j = omp_get_thread_num(), nj = omp_get_num_threads();
+    const int k0 = j * nb / nj, k1 = (j + 1) * nb / nj;
+    const int u0 = k0 * ub, nu = (k1 - k0) * ub;
+    for (int b = 0; b < B; ++b) {
+      std::memset(dhrec + size_t(b) * H + u0, 0, nu * sizeof(float));
+      std::memset(carry + size_t(b) * H + u0, 0, nu * sizeof(float));
+    }
+    if (accumulate_bias) {
+      std::memset(dbx + 3 * u0, 0, 3 * nu * sizeof(float));
+      std::memset(dbh + 3 * u0, 0, 3 * nu * sizeof(float));
+    }
+    for (int t = T - 1; t >= 0; --t) {
+      float* dzxt = dzx + size_t(t) * B * H3;  // [B, 3H]
+      float* dzht = dzh + size_t(t) * B * H3;
+      if (t < T - 1 && nu > 0) {
+        // dhrec[:, u0:u0+nu] = dzh_{t+1} [B, 3H] x whpt[:, u0:u0+nu]
+        SgemmSerial(false, false, B, nu, H3, 1.0f, dzht + size_t(B) * H3, H3, whpt + u0, H, 0.0f,
+                    dhrec + u0, H);
+      }
+      for (int b = 0; b < B; ++b) {
+        const size_t row = size_t(t) * B + b;
+        for (int k = k0; k < k1; ++k) {
+          const int uo = k * ub;
+          const float* gr = gates + row * H3 + k * 3 * ub;
+          float* ax = dzxt + size_t(b) * H3 + k * 3 * ub;
+          float* ah = dzht + size_t(b) * H3 + k * 3 * ub;
+          const float* hp = t > 0 ? hbuf + (row - B) * H + uo : zeros;
+          const float* hn = hnbuf + row * H + uo;
+          const float* dha = dh_above + row * H + uo;
+          const uint8_t* mr = mask ? mask + row * H + uo : ones;
+          float* dhr = dhrec + size_t(b) * H + uo;
+          float* cr = carry + size_t(b) * H + uo;
+#pragma omp simd
+          for (int u = 0; u < ub; ++u) {
+            float dh = dha[u] * (float(mr[u]) * keep_scale) + dhr[u] + cr[u];
+            float z = gr[u], r = gr[ub + u], n = gr[2 * ub + u];
+            float dn = dh * (1.0f - z) * (1.0f - n * n);
+            float dzz = dh * (hp[u] - n) * z * (1.0f - z);
+            float dr = dn * hn[u] * r * (1.0f - r);
+            cr[u] = dh * z;
+            ax[u] = dzz;
+            ax[ub + u] = dr;
+            ax[2 * ub + u] = dn;
+            ah[u] = dzz;
+            ah[ub + u] = dr;
+            ah[2 * ub + u] = dn * r;
+          }
+          if (accumulate_bias) {
+            float* bxr = dbx + k * 3 * ub;
+            float* bhr = dbh + k * 3 * ub;
+#pragma omp simd
+            for (int u = 0; u < 3 * ub; ++u) {
+              bxr[u] += ax[u];
+              bhr[u] += ah[u];
+            }
+          }
+        }
+      }
+      StepBarrier(barrier, nj, ntr);
+    }
+  }
+}
+
 // Weight gradients of layer l from dz_[l] (already scaled on the clip path):
 // dWh = H_{prev}^T dZ, dWx = X^T dZ, db = bscratch_ (or colsum dZ).
 void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum) {
-  const int B = B_, T = T_, H = spec_.rnn_units, H4 = 4 * H;
-  const auto& Ly = layout_.layers[l];
+  const int B = B_, T = T_, H = spec_.rnn_units, H4 = G_ * H;  // H4: G H columns
+  const auto& Ly = lay_[l];
   float* g = grads_.data();
   if (T > 1) {
-    BigGemm('n', true, false, H, H4, (T - 1) * B, 1.0f, h_[l].data(), H,
-            dz_[l].data() + size_t(B) * H4, H4, 0.0f, wscratch_.data(), H4);
+    BigGemm('n', true, false, H, H4, (T - 1) * B, 1.0f, h_[l].data(), H, DzH(l) + size_t(B) * H4,
+            H4, 0.0f, wscratch_.data(), H4);
     Unpermute(wscratch_.data(), H, g + Ly.wh);
   } else {
     std::memset(g + Ly.wh, 0, size_t(H) * H4 * sizeof(float));
@@ -518,20 +687,23 @@ void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum) {
   BigGemm('n', true, false, Ly.in, H4, R_, 1.0f, LayerInput(l), Ly.in, dz_[l].data(), H4, 0.0f,
           wscratch_.data(), H4);
   Unpermute(wscratch_.data(), Ly.in, g + Ly.wx);
+  const int bias_rows = gru_ ? 2 : 1;  // gru: row 0 from dz (bx), row 1 from dzh (bh)
   if (bias_from_colsum) {
-    float* db = bscratch_.data();
-    const float* dz = dz_[l].data();
     const int R = R_;
+    for (int row = 0; row < bias_rows; ++row) {
+      float* db = bscratch_.data() + size_t(row) * H4;
+      const float* dz = row == 0 ? dz_[l].data() : DzH(l);
 #pragma omp parallel for num_threads(nt_) schedule(static)
-    for (int c0 = 0; c0 < H4; c0 += 16) {
-      const int c1 = std::min(H4, c0 + 16);
-      float acc[16] = {0};
-      for (int r = 0; r < R; ++r)
-        for (int c = c0; c < c1; ++c) acc[c - c0] += dz[size_t(r) * H4 + c];
-      for (int c = c0; c < c1; ++c) db[c] = acc[c - c0];
+      for (int c0 = 0; c0 < H4; c0 += 16) {
+        const int c1 = std::min(H4, c0 + 16);
+        float acc[16] = {0};
+        for (int r = 0; r < R; ++r)
+          for (int c = c0; c < c1; ++c) acc[c - c0] += dz[size_t(r) * H4 + c];
+        for (int c = c0; c < c1; ++c) db[c] = acc[c - c0];
+      }
     }
   }
-  Unpermute(bscratch_.data(), 1, g + Ly.b);
+  Unpermute(bscratch_.data(), bias_rows, g + Ly.b);
 }
 
 void TrainImpl::ApplyMaskInPlace(int site, float* x, int width) {
@@ -547,7 +719,7 @@ void TrainImpl::ApplyMaskInPlace(int site, float* x, int width) {
 // by embedding columns across threads (no conflicts, fixed order).
 void TrainImpl::EmbeddingGrad(const Batch& batch, const float* dx0) {
   const int B = B_, T = T_, E = spec_.embedding_dim, V = spec_.vocab_size;
-  float* de = grads_.data() + layout_.embedding;
+  float* de = grads_.data() + off_emb_;
   std::memset(de, 0, size_t(V) * E * sizeof(float));
 #pragma omp parallel num_threads(nt_)
   {
@@ -607,8 +779,8 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
                                 float* logits_out) {
   const int B = B_, T = T_, R = R_, H = spec_.rnn_units, V = spec_.vocab_size;
   const float* xd = LayerInput(spec_.num_layers);
-  const float* wd = params_.data() + layout_.dense_w;
-  const float* bd = params_.data() + layout_.dense_b;
+  const float* wd = params_.data() + off_dw_;
+  const float* bd = params_.data() + off_db_;
   const int nt = std::min(nt_, std::max(1, R / 64));
   const int chunk = std::clamp((1 << 20) / std::max(V, 1), 64, 2048);
   dense_logits_.resize(std::max<size_t>(dense_logits_.size(), nt));
@@ -629,7 +801,7 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
       db = dense_db_[j].data();
       std::memset(db, 0, V * sizeof(float));
       if (j == 0) {
-        dw = grads_.data() + layout_.dense_w;
+        dw = grads_.data() + off_dw_;
       } else {
         dense_dw_[j].Reserve(size_t(H) * V);
         dw = dense_dw_[j].data();
@@ -672,8 +844,8 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
     part[j] = st;
   }
   if (train) {
-    float* gw = grads_.data() + layout_.dense_w;
-    float* gb = grads_.data() + layout_.dense_b;
+    float* gw = grads_.data() + off_dw_;
+    float* gb = grads_.data() + off_db_;
     const size_t n = size_t(H) * V;
     if (nt > 1) {
 #pragma omp parallel for num_threads(nt_) schedule(static)
@@ -707,8 +879,8 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
 StepStats TrainImpl::DenseClipNorms(const Batch& batch, float* dxd, double* norm2) {
   const int B = B_, T = T_, H = spec_.rnn_units, V = spec_.vocab_size;
   const float* xd = LayerInput(spec_.num_layers);
-  const float* wd = params_.data() + layout_.dense_w;
-  const float* bd = params_.data() + layout_.dense_b;
+  const float* wd = params_.data() + off_dw_;
+  const float* bd = params_.data() + off_db_;
   const int nt = std::min(nt_, B);
   dense_logits_.resize(std::max<size_t>(dense_logits_.size(), nt));
   dense_db_.resize(std::max<size_t>(dense_db_.size(), nt));
@@ -765,8 +937,8 @@ StepStats TrainImpl::DenseClipNorms(const Batch& batch, float* dxd, double* norm
 void TrainImpl::DenseClipGrads(const Batch& batch, const double* scale) {
   const int B = B_, T = T_, H = spec_.rnn_units, V = spec_.vocab_size;
   const float* xd = LayerInput(spec_.num_layers);
-  const float* wd = params_.data() + layout_.dense_w;
-  const float* bd = params_.data() + layout_.dense_b;
+  const float* wd = params_.data() + off_dw_;
+  const float* bd = params_.data() + off_db_;
   const int nt = std::min(nt_, B);
   dense_dw_.resize(std::max<size_t>(dense_dw_.size(), nt));
 #pragma omp parallel num_threads(nt)
@@ -777,7 +949,7 @@ void TrainImpl::DenseClipGrads(const Batch& batch, const double* scale) {
     float* db = dense_db_[j].data();     // [V]
     float* dw;
     if (j == 0) {
-      dw = grads_.data() + layout_.dense_w;
+      dw = grads_.data() + off_dw_;
     } else {
       dense_dw_[j].Reserve(size_t(H) * V);
       dw = dense_dw_[j].data();
@@ -794,8 +966,8 @@ void TrainImpl::DenseClipGrads(const Batch& batch, const double* scale) {
         for (int v = 0; v < V; ++v) db[v] += x[size_t(t) * V + v];
     }
   }
-  float* gw = grads_.data() + layout_.dense_w;
-  float* gb = grads_.data() + layout_.dense_b;
+  float* gw = grads_.data() + off_dw_;
+  float* gb = grads_.data() + off_db_;
   for (int j = 1; j < nt; ++j) {
     const float* src = dense_dw_[j].data();
     for (size_t k = 0; k < size_t(H) * V; ++k) gw[k] += src[k];
@@ -807,43 +979,55 @@ void TrainImpl::DenseClipGrads(const Batch& batch, const double* scale) {
   }
 }
 
-// Layer l's part of ||g_b||^2 from unscaled dz_[l]:
-// sum_{t,s} (dz_t.dz_s) ((x_t.x_s) + (h_{t-1}.h_{s-1})) + ||sum_t dz_t||^2.
+// Layer l's part of ||g_b||^2 from unscaled dz_[l] (x side) and DzH(l) (h
+// side; the same buffer for the lstm):
+// sum_{t,s} (dz_t.dz_s)(x_t.x_s) + (dzh_t.dzh_s)(h_{t-1}.h_{s-1})
+//   + ||sum_t dz_t||^2 (+ ||sum_t dzh_t||^2, the gru's second bias row).
 void TrainImpl::ClipLayerNorms(int l, double* norm2) {
-  const int B = B_, T = T_, H = spec_.rnn_units, H4 = 4 * H, in = layout_.layers[l].in;
+  const int B = B_, T = T_, H = spec_.rnn_units, H4 = G_ * H, in = lay_[l].in;
   const float* x = LayerInput(l);
   const float* h = h_[l].data();
   const float* dz = dz_[l].data();
+  const float* dzh = DzH(l);
   const int nt = std::min(nt_, B);
   gram_.resize(std::max<size_t>(gram_.size(), nt));
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int b = 0; b < B; ++b) {
     const int j = omp_get_thread_num();
-    gram_[j].Reserve(size_t(3) * T * T + H4);
-    float* gx = gram_[j].data();         // [T, T]
-    float* gh = gx + size_t(T) * T;      // [T-1, T-1]
-    float* gz = gh + size_t(T) * T;      // [T, T]
-    float* colsum = gz + size_t(T) * T;  // [4H]
+    gram_[j].Reserve(size_t(4) * T * T + H4);
+    float* gx = gram_[j].data();          // [T, T]
+    float* gh = gx + size_t(T) * T;       // [T-1, T-1]
+    float* gz = gh + size_t(T) * T;       // [T, T]
+    float* gzh = gz + size_t(T) * T;      // [T, T] (gru; the lstm uses gz)
+    float* colsum = gzh + size_t(T) * T;  // [GH]
     SgemmSerial(false, true, T, T, in, 1.0f, x + size_t(b) * in, B * in, x + size_t(b) * in, B * in,
                 0.0f, gx, T);
     SgemmSerial(false, true, T, T, H4, 1.0f, dz + size_t(b) * H4, B * H4, dz + size_t(b) * H4,
                 B * H4, 0.0f, gz, T);
+    if (gru_)
+      SgemmSerial(false, true, T, T, H4, 1.0f, dzh + size_t(b) * H4, B * H4, dzh + size_t(b) * H4,
+                  B * H4, 0.0f, gzh, T);
+    else
+      gzh = gz;
     if (T > 1)
       SgemmSerial(false, true, T - 1, T - 1, H, 1.0f, h + size_t(b) * H, B * H, h + size_t(b) * H,
                   B * H, 0.0f, gh, T - 1);
     double n2 = 0;
     for (int t = 0; t < T; ++t)
       for (int s = 0; s < T; ++s) {
-        double a = gx[size_t(t) * T + s];
-        if (t > 0 && s > 0) a += gh[size_t(t - 1) * (T - 1) + (s - 1)];
-        n2 += double(gz[size_t(t) * T + s]) * a;
+        n2 += double(gz[size_t(t) * T + s]) * gx[size_t(t) * T + s];
+        if (t > 0 && s > 0)
+          n2 += double(gzh[size_t(t) * T + s]) * gh[size_t(t - 1) * (T - 1) + (s - 1)];
       }
-    std::memset(colsum, 0, H4 * sizeof(float));
-    for (int t = 0; t < T; ++t) {
-      const float* r = dz + (size_t(t) * B + b) * H4;
-      for (int c = 0; c < H4; ++c) colsum[c] += r[c];
+    for (const float* d : {dz, dzh}) {
+      std::memset(colsum, 0, H4 * sizeof(float));
+      for (int t = 0; t < T; ++t) {
+        const float* r = d + (size_t(t) * B + b) * H4;
+        for (int c = 0; c < H4; ++c) colsum[c] += r[c];
+      }
+      for (int c = 0; c < H4; ++c) n2 += double(colsum[c]) * colsum[c];
+      if (!gru_) break;
     }
-    for (int c = 0; c < H4; ++c) n2 += double(colsum[c]) * colsum[c];
     norm2[b] += n2;
   }
 }
@@ -882,7 +1066,7 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
   RefreshPermuted();
   prof_.Mark(kRefresh);
   Forward(batch, dropout_seed);
-  const int L = spec_.num_layers, E = spec_.embedding_dim, H = spec_.rnn_units;
+  const int L = spec_.num_layers, E = spec_.embedding_dim, GH = G_ * spec_.rnn_units;
   if (!train) return DenseStage(batch, false, 0, nullptr, nullptr);
 
   double count = 0;
@@ -896,11 +1080,15 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
     StepStats st = DenseStage(batch, true, count, dx_[cur].data(), nullptr);
     prof_.Mark(kDense);
     for (int l = L - 1; l >= 0; --l) {
-      RecurrenceBackward(l, dx_[cur].data(), /*accumulate_bias=*/true);
+      if (gru_) {
+        GruBackward(l, dx_[cur].data(), /*accumulate_bias=*/true);
+      } else {
+        RecurrenceBackward(l, dx_[cur].data(), /*accumulate_bias=*/true);
+      }
       prof_.Mark(kBwdRec);
-      const int in = layout_.layers[l].in;
-      BigGemm('m', false, false, R_, in, 4 * H, 1.0f, dz_[l].data(), 4 * H, wxpt_[l].data(), in,
-              0.0f, dx_[1 - cur].data(), in);
+      const int in = lay_[l].in;
+      BigGemm('m', false, false, R_, in, GH, 1.0f, dz_[l].data(), GH, wxpt_[l].data(), in, 0.0f,
+              dx_[1 - cur].data(), in);
       prof_.Mark(kBwdDx);
       cur = 1 - cur;
       LayerWeightGrads(l, /*bias_from_colsum=*/false);
@@ -918,9 +1106,13 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
   StepStats st = DenseClipNorms(batch, dx_[cur].data(), norm2.data());
   prof_.Mark(kClip);
   for (int l = L - 1; l >= 0; --l) {
-    RecurrenceBackward(l, dx_[cur].data(), /*accumulate_bias=*/false);
-    const int in = layout_.layers[l].in;
-    BigGemm('m', false, false, R_, in, 4 * H, 1.0f, dz_[l].data(), 4 * H, wxpt_[l].data(), in, 0.0f,
+    if (gru_) {
+      GruBackward(l, dx_[cur].data(), /*accumulate_bias=*/false);
+    } else {
+      RecurrenceBackward(l, dx_[cur].data(), /*accumulate_bias=*/false);
+    }
+    const int in = lay_[l].in;
+    BigGemm('m', false, false, R_, in, GH, 1.0f, dz_[l].data(), GH, wxpt_[l].data(), in, 0.0f,
             dx_[1 - cur].data(), in);
     cur = 1 - cur;
     ClipLayerNorms(l, norm2.data());
@@ -946,9 +1138,13 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
       const size_t row = size_t(t) * B + b;
       const float sb = s[b];
       for (int l = 0; l < L; ++l) {
-        float* r = dz_[l].data() + row * 4 * H;
+        float* r = dz_[l].data() + row * GH;
 #pragma omp simd
-        for (int c = 0; c < 4 * H; ++c) r[c] *= sb;
+        for (int c = 0; c < GH; ++c) r[c] *= sb;
+        if (!gru_) continue;
+        float* rh = dzh_[l].data() + row * GH;
+#pragma omp simd
+        for (int c = 0; c < GH; ++c) rh[c] *= sb;
       }
       float* r = dx0 + row * E;
 #pragma omp simd

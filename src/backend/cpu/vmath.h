@@ -137,4 +137,27 @@ inline void LstmCell(int n, float* zi, float* zf, float* zg, float* zo, const fl
   LstmCellPortable(n, zi, zf, zg, zo, bi, bf, bg, bo, cp, c, tc, h);
 }
 
+// GRU forward cell (Keras, reset_after) on `n` units. a = x Wx (no bias) in
+// blocks az, ar, an; u = h_prev Wh (no bias) in uz, ur, un (all zeros at t = 0);
+// bx / bh the input / recurrent biases per gate; hp = h_prev. Writes the
+// activated gates z, r, n back over az, ar, an, hn = u_n + bh_n (what the
+// backward needs for dr) and h = z * hp + (1 - z) * n.
+inline void GruCell(int n, float* az, float* ar, float* an, const float* uz, const float* ur,
+                    const float* un, const float* bxz, const float* bxr, const float* bxn,
+                    const float* bhz, const float* bhr, const float* bhn, const float* hp,
+                    float* hn, float* h) {
+#pragma omp simd
+  for (int k = 0; k < n; ++k) {
+    float z = FastSigmoid(az[k] + bxz[k] + uz[k] + bhz[k]);
+    float r = FastSigmoid(ar[k] + bxr[k] + ur[k] + bhr[k]);
+    float hv = un[k] + bhn[k];
+    float c = FastTanh(an[k] + bxn[k] + r * hv);
+    az[k] = z;
+    ar[k] = r;
+    an[k] = c;
+    hn[k] = hv;
+    h[k] = z * hp[k] + (1.0f - z) * c;
+  }
+}
+
 }  // namespace ds::cpu

@@ -109,9 +109,11 @@ class CudaTrainBackend final : public TrainBackend {
       : ctx_(opt),
         spec_(spec),
         layout_(ParamLayout::For(spec)),
+        gru_(spec.architecture == Architecture::kGru),
         max_b_(max_batch),
         max_t_(max_steps) {
     const size_t V = spec.vocab_size, E = spec.embedding_dim, H = spec.rnn_units;
+    const size_t GH = size_t(GateCount(spec.architecture)) * H;
     const size_t L = spec.num_layers, N = size_t(max_batch) * max_steps;
     const size_t NB = size_t(max_steps + 1) * max_batch;  // rows incl. the initial state
     params_ = ctx_.Buffer(layout_.total * 4);
@@ -124,7 +126,9 @@ class CudaTrainBackend final : public TrainBackend {
     weights_ = ctx_.Buffer(N * 4);
     x0_ = ctx_.Buffer(N * E * 4);
     for (size_t l = 0; l < L; ++l) {
-      gates_.push_back(ctx_.Buffer(N * 4 * H * 4));
+      lay_.push_back(layout_.layer(int(l)));
+      gates_.push_back(ctx_.Buffer(N * GH * 4));
+      if (gru_) us_.push_back(ctx_.Buffer(N * GH * 4));
       hs_.push_back(ctx_.Buffer(NB * H * 4));
       cs_.push_back(ctx_.Buffer(NB * H * 4));
       xo_.push_back(ctx_.Buffer(N * H * 4));
@@ -132,7 +136,8 @@ class CudaTrainBackend final : public TrainBackend {
     logits_ = ctx_.Buffer(N * V * 4);
     rows_ = ctx_.Buffer(2 * N * 4);
     ones_ = ctx_.Buffer(N * 4);
-    dz_ = ctx_.Buffer(N * 4 * H * 4);
+    dz_ = ctx_.Buffer(N * GH * 4);
+    if (gru_) dzh_ = ctx_.Buffer(N * GH * 4);
     dxa_ = ctx_.Buffer(N * std::max(E, H) * 4);
     dxb_ = ctx_.Buffer(N * std::max(E, H) * 4);
     dc_ = ctx_.Buffer(size_t(max_batch) * H * 4);
@@ -208,26 +213,37 @@ class CudaTrainBackend final : public TrainBackend {
   }
   const float* P(size_t off) const { return params_.as() + off; }
   float* G(size_t off) const { return grads_.as() + off; }
+  // Layer l over all T steps: in [N, In] -> hs_[l], xo_[l].
+  void ForwardLayer(int l, const float* in, int In, int B, int T, float rate, uint64_t seed);
+  // Layer l backward: dh [N, H] = dL/d(xo_[l]) (overwritten) -> grads, dx [N, In].
+  void BackwardLayer(int l, float* dh, float* dx, int B, int T, float rate, uint64_t seed);
+  void LstmRecurrenceBackward(int l, float* dh, int B, int T);
+  void GruRecurrenceBackward(int l, float* dh, int B, int T);
 
   CudaContext ctx_;  // first: destroyed last
   NetworkSpec spec_;
   ParamLayout layout_;
+  bool gru_;                                // architecture gru (else lstm)
+  std::vector<ParamLayout::RnnLayer> lay_;  // per layer offsets
   int max_b_, max_t_;
   DeviceBuffer params_, grads_;  // [total] each
   DeviceBuffer state_;           // [2, total]: m, v (RMSprop: ms in v)
   DeviceBuffer ints_;            // tokens [N], targets [N], uniq [U], offsets [U+1], positions [N]
   DeviceBuffer weights_;         // [N]
   DeviceBuffer x0_;              // [N, E]   dropped embedding output
-  std::vector<DeviceBuffer> gates_;  // per layer [N, 4H]   pre-activations -> gates
+  // G = 4 (lstm) or 3 (gru) gates; GH = G * H.
+  std::vector<DeviceBuffer> gates_;  // per layer [N, GH]   pre-activations -> gates
+  std::vector<DeviceBuffer> us_;     // per layer [N, GH]   gru: h_{t-1} Wh (n third: + bh_n)
   std::vector<DeviceBuffer> hs_;     // per layer [(T+1) * B, H]  h_{-1} = 0, h_0 .. h_{T-1}
   std::vector<DeviceBuffer> cs_;     // per layer [(T+1) * B, H]  c_{-1} = 0, c_0 .. c_{T-1}
   std::vector<DeviceBuffer> xo_;     // per layer [N, H]   dropout(h): next layer's input
   DeviceBuffer logits_;              // [N, V]   logits, then dL/dlogits
   DeviceBuffer rows_;                // [2, N]   w * CE, w * correct
   DeviceBuffer ones_;                // [N]      for bias gradients
-  DeviceBuffer dz_;                  // [N, 4H]  dL/d(gate pre-activations) of the current layer
+  DeviceBuffer dz_;                  // [N, GH]  dL/d(gate pre-activations, x side) of a layer
+  DeviceBuffer dzh_;                 // [N, GH]  gru: dL/d(h-side pre-activations)
   DeviceBuffer dxa_, dxb_;           // [N, max(E, H)]  dL/d(layer output), dL/d(layer input)
-  DeviceBuffer dc_;                  // [B, H]   dL/dc carried backwards through time
+  DeviceBuffer dc_;                  // [B, H]   carried backwards: dL/dc (lstm), dh z (gru)
   std::unique_ptr<PinnedBuffer> host_ints_;    // staging for ints_
   std::unique_ptr<PinnedBuffer> host_floats_;  // weights [N], then rows [2N]
   std::vector<int32_t> slot_of_token_;         // [V] scratch for grouping, -1 = unseen
@@ -252,7 +268,7 @@ StepStats CudaTrainBackend::Step(const Batch& batch, bool train, uint64_t seed,
              batch.inputs.size(), batch.targets.size(), batch.weights.size());
   }
   const int V = spec_.vocab_size, E = spec_.embedding_dim, H = spec_.rnn_units;
-  const int L = spec_.num_layers, H4 = 4 * H;
+  const int L = spec_.num_layers;
   const float rate = train ? spec_.dropout_rate : 0.0f;
   ctx_.Activate();
   cudaStream_t s = ctx_.stream();
@@ -315,37 +331,22 @@ StepStats CudaTrainBackend::Step(const Batch& batch, bool train, uint64_t seed,
   const int32_t* d_pos = d_off + U + 1;
 
   // ---- forward ----
-  cuda::EmbeddingDropoutForward(P(layout_.embedding), d_tok, T, B, E, rate, seed, train, x0_.as(),
-                                s);
+  const size_t off_emb = layout_.offset("embedding"), off_dw = layout_.offset("dense.w");
+  const size_t off_db = layout_.offset("dense.b");
+  cuda::EmbeddingDropoutForward(P(off_emb), d_tok, T, B, E, rate, seed, train, x0_.as(), s);
   const float* in = x0_.as();
   int In = E;
   for (int l = 0; l < L; ++l) {
-    const auto& ly = layout_.layers[l];
-    float* z = gates_[l].as();
-    float* hs = hs_[l].as();
-    float* cs = cs_[l].as();
-    ctx_.Gemm(false, false, int(N), H4, In, 1.0f, in, In, P(ly.wx), H4, 0.0f, z, H4);
-    DS_CUDA_CHECK(cudaMemsetAsync(hs, 0, size_t(B) * H * 4, s));
-    DS_CUDA_CHECK(cudaMemsetAsync(cs, 0, size_t(B) * H * 4, s));
-    for (int t = 0; t < T; ++t) {
-      float* zt = z + size_t(t) * B * H4;
-      if (t > 0) {
-        ctx_.Gemm(false, false, B, H4, H, 1.0f, hs + size_t(t) * B * H, H, P(ly.wh), H4, 1.0f, zt,
-                  H4);
-      }
-      cuda::LstmCellForward(zt, P(ly.b), cs + size_t(t) * B * H, cs + size_t(t + 1) * B * H,
-                            hs + size_t(t + 1) * B * H, B, H, s);
-    }
-    cuda::Dropout(hs + size_t(B) * H, xo_[l].as(), T, B, H, rate, seed, uint64_t(l + 1), s);
+    ForwardLayer(l, in, In, B, T, rate, seed);
     in = xo_[l].as();
     In = H;
   }
   float* logits = logits_.as();
-  ctx_.Gemm(false, false, int(N), V, H, 1.0f, in, H, P(layout_.dense_w), V, 0.0f, logits, V);
+  ctx_.Gemm(false, false, int(N), V, H, 1.0f, in, H, P(off_dw), V, 0.0f, logits, V);
   float* rows = rows_.as();
   const float scale = count > 0 ? float(1.0 / count) : 0.0f;
-  cuda::SoftmaxCrossEntropy(logits, P(layout_.dense_b), d_tgt, weights_.as(), int(N), V, train,
-                            scale, rows, rows + N, s);
+  cuda::SoftmaxCrossEntropy(logits, P(off_db), d_tgt, weights_.as(), int(N), V, train, scale, rows,
+                            rows + N, s);
   float* h_rows = h_w + N;
   DS_CUDA_CHECK(cudaMemcpyAsync(h_rows, rows, 2 * N * 4, cudaMemcpyDeviceToHost, s));
 
@@ -354,39 +355,17 @@ StepStats CudaTrainBackend::Step(const Batch& batch, bool train, uint64_t seed,
     DS_CUDA_CHECK(cudaMemsetAsync(grads_.as(), 0, layout_.total * 4, s));
     if (count > 0) {
       const float* ones = ones_.as();
-      ctx_.Gemm(true, false, H, V, int(N), 1.0f, in, H, logits, V, 0.0f, G(layout_.dense_w), V);
-      ctx_.ColumnSums(logits, int(N), V, ones, G(layout_.dense_b));
+      ctx_.Gemm(true, false, H, V, int(N), 1.0f, in, H, logits, V, 0.0f, G(off_dw), V);
+      ctx_.ColumnSums(logits, int(N), V, ones, G(off_db));
       float* dxa = dxa_.as();
       float* dxb = dxb_.as();
-      ctx_.Gemm(false, true, int(N), H, V, 1.0f, logits, V, P(layout_.dense_w), V, 0.0f, dxa, H);
-      float* dz = dz_.as();
-      float* dc = dc_.as();
+      ctx_.Gemm(false, true, int(N), H, V, 1.0f, logits, V, P(off_dw), V, 0.0f, dxa, H);
       for (int l = L - 1; l >= 0; --l) {
-        const auto& ly = layout_.layers[l];
-        const float* lin = l == 0 ? x0_.as() : xo_[l - 1].as();
-        const int lIn = l == 0 ? E : H;
-        const float* gates = gates_[l].as();
-        const float* hs = hs_[l].as();
-        const float* cs = cs_[l].as();
-        cuda::Dropout(dxa, dxa, T, B, H, rate, seed, uint64_t(l + 1), s);  // dL/dh
-        DS_CUDA_CHECK(cudaMemsetAsync(dc, 0, size_t(B) * H * 4, s));
-        for (int t = T - 1; t >= 0; --t) {
-          float* dh = dxa + size_t(t) * B * H;
-          if (t < T - 1) {
-            ctx_.Gemm(false, true, B, H, H4, 1.0f, dz + size_t(t + 1) * B * H4, H4, P(ly.wh), H4,
-                      1.0f, dh, H);
-          }
-          cuda::LstmCellBackward(gates + size_t(t) * B * H4, cs + size_t(t + 1) * B * H,
-                                 cs + size_t(t) * B * H, dh, dc, dz + size_t(t) * B * H4, B, H, s);
-        }
-        ctx_.Gemm(true, false, lIn, H4, int(N), 1.0f, lin, lIn, dz, H4, 0.0f, G(ly.wx), H4);
-        ctx_.Gemm(true, false, H, H4, int(N), 1.0f, hs, H, dz, H4, 0.0f, G(ly.wh), H4);
-        ctx_.ColumnSums(dz, int(N), H4, ones, G(ly.b));
-        ctx_.Gemm(false, true, int(N), lIn, H4, 1.0f, dz, H4, P(ly.wx), H4, 0.0f, dxb, lIn);
+        BackwardLayer(l, dxa, dxb, B, T, rate, seed);
         std::swap(dxa, dxb);
       }
       cuda::EmbeddingBackward(dxa, d_uniq, d_off, d_pos, U, T, B, E, rate, seed, true,
-                              G(layout_.embedding), s);
+                              G(off_emb), s);
     }
   }
   ctx_.Sync();
@@ -398,6 +377,103 @@ StepStats CudaTrainBackend::Step(const Batch& batch, bool train, uint64_t seed,
   }
   st.count = count;
   return st;
+}
+
+void CudaTrainBackend::ForwardLayer(int l, const float* in, int In, int B, int T, float rate,
+                                    uint64_t seed) {
+  const int H = spec_.rnn_units, GH = GateCount(spec_.architecture) * H;
+  const size_t N = size_t(B) * T;
+  cudaStream_t s = ctx_.stream();
+  const auto& ly = lay_[l];
+  float* z = gates_[l].as();
+  float* hs = hs_[l].as();
+  ctx_.Gemm(false, false, int(N), GH, In, 1.0f, in, In, P(ly.wx), GH, 0.0f, z, GH);
+  DS_CUDA_CHECK(cudaMemsetAsync(hs, 0, size_t(B) * H * 4, s));
+  if (gru_) {
+    float* u = us_[l].as();
+    for (int t = 0; t < T; ++t) {
+      float* ut = u + size_t(t) * B * GH;
+      ctx_.Gemm(false, false, B, GH, H, 1.0f, hs + size_t(t) * B * H, H, P(ly.wh), GH, 0.0f, ut,
+                GH);
+      cuda::GruCellForward(z + size_t(t) * B * GH, ut, P(ly.b), hs + size_t(t) * B * H,
+                           hs + size_t(t + 1) * B * H, B, H, s);
+    }
+  } else {
+    float* cs = cs_[l].as();
+    DS_CUDA_CHECK(cudaMemsetAsync(cs, 0, size_t(B) * H * 4, s));
+    for (int t = 0; t < T; ++t) {
+      float* zt = z + size_t(t) * B * GH;
+      if (t > 0) {
+        ctx_.Gemm(false, false, B, GH, H, 1.0f, hs + size_t(t) * B * H, H, P(ly.wh), GH, 1.0f, zt,
+                  GH);
+      }
+      cuda::LstmCellForward(zt, P(ly.b), cs + size_t(t) * B * H, cs + size_t(t + 1) * B * H,
+                            hs + size_t(t + 1) * B * H, B, H, s);
+    }
+  }
+  cuda::Dropout(hs + size_t(B) * H, xo_[l].as(), T, B, H, rate, seed, uint64_t(l + 1), s);
+}
+
+// dz_ (and for the gru dzh_) of layer l from dh = dL/dh (all T steps).
+void CudaTrainBackend::LstmRecurrenceBackward(int l, float* dh_all, int B, int T) {
+  const int H = spec_.rnn_units, H4 = 4 * H;
+  const float* gates = gates_[l].as();
+  const float* cs = cs_[l].as();
+  float* dz = dz_.as();
+  for (int t = T - 1; t >= 0; --t) {
+    float* dh = dh_all + size_t(t) * B * H;
+    if (t < T - 1) {
+      ctx_.Gemm(false, true, B, H, H4, 1.0f, dz + size_t(t + 1) * B * H4, H4, P(lay_[l].wh), H4,
+                1.0f, dh, H);
+    }
+    cuda::LstmCellBackward(gates + size_t(t) * B * H4, cs + size_t(t + 1) * B * H,
+                           cs + size_t(t) * B * H, dh, dc_.as(), dz + size_t(t) * B * H4, B, H,
+                           ctx_.stream());
+  }
+}
+
+void CudaTrainBackend::GruRecurrenceBackward(int l, float* dh_all, int B, int T) {
+  const int H = spec_.rnn_units, H3 = 3 * H;
+  const float* gates = gates_[l].as();
+  const float* u = us_[l].as();
+  const float* hs = hs_[l].as();
+  float* dz = dz_.as();
+  float* dzh = dzh_.as();
+  for (int t = T - 1; t >= 0; --t) {
+    float* dh = dh_all + size_t(t) * B * H;
+    if (t < T - 1) {
+      ctx_.Gemm(false, true, B, H, H3, 1.0f, dzh + size_t(t + 1) * B * H3, H3, P(lay_[l].wh), H3,
+                1.0f, dh, H);
+    }
+    const size_t o = size_t(t) * B * H3;
+    cuda::GruCellBackward(gates + o, u + o, hs + size_t(t) * B * H, dh, dc_.as(), dz + o, dzh + o,
+                          B, H, ctx_.stream());
+  }
+}
+
+void CudaTrainBackend::BackwardLayer(int l, float* dh, float* dx, int B, int T, float rate,
+                                     uint64_t seed) {
+  const int E = spec_.embedding_dim, H = spec_.rnn_units, GH = GateCount(spec_.architecture) * H;
+  const int N = B * T;
+  cudaStream_t s = ctx_.stream();
+  const auto& ly = lay_[l];
+  const float* lin = l == 0 ? x0_.as() : xo_[l - 1].as();
+  const int lIn = l == 0 ? E : H;
+  const float* ones = ones_.as();
+  cuda::Dropout(dh, dh, T, B, H, rate, seed, uint64_t(l + 1), s);  // dL/dh
+  DS_CUDA_CHECK(cudaMemsetAsync(dc_.as(), 0, size_t(B) * H * 4, s));
+  if (gru_) {
+    GruRecurrenceBackward(l, dh, B, T);
+  } else {
+    LstmRecurrenceBackward(l, dh, B, T);
+  }
+  const float* dz = dz_.as();
+  const float* dzh = gru_ ? dzh_.as() : dz;  // h-side pre-activation gradient
+  ctx_.Gemm(true, false, lIn, GH, N, 1.0f, lin, lIn, dz, GH, 0.0f, G(ly.wx), GH);
+  ctx_.Gemm(true, false, H, GH, N, 1.0f, hs_[l].as(), H, dzh, GH, 0.0f, G(ly.wh), GH);
+  ctx_.ColumnSums(dz, N, GH, ones, G(ly.b));
+  if (gru_) ctx_.ColumnSums(dzh, N, GH, ones, G(ly.b) + GH);
+  ctx_.Gemm(false, true, N, lIn, GH, 1.0f, dz, GH, P(ly.wx), GH, 0.0f, dx, lIn);
 }
 
 void CudaTrainBackend::ApplyOptimizer(const OptimizerConfig& opt, int64_t step) {
@@ -425,8 +501,13 @@ class CudaInferBackend final : public InferBackend {
  public:
   CudaInferBackend(const NetworkSpec& spec, const float* host_params, int slots,
                    const CudaOptions& opt)
-      : ctx_(opt), spec_(spec), layout_(ParamLayout::For(spec)), slots_(slots) {
+      : ctx_(opt),
+        spec_(spec),
+        layout_(ParamLayout::For(spec)),
+        gru_(spec.architecture == Architecture::kGru),
+        slots_(slots) {
     const size_t V = spec.vocab_size, E = spec.embedding_dim, H = spec.rnn_units;
+    const size_t GH = size_t(GateCount(spec.architecture)) * H;
     const size_t L = spec.num_layers, S = slots;
     params_ = ctx_.Buffer(layout_.total * 4);
     DS_CUDA_CHECK(cudaMemcpyAsync(params_.as(), host_params, layout_.total * 4,
@@ -437,7 +518,8 @@ class CudaInferBackend final : public InferBackend {
     xa_ = ctx_.Buffer(S * std::max(E, H) * 4);
     xb_ = ctx_.Buffer(S * H * 4);
     hprev_ = ctx_.Buffer(S * H * 4);
-    z_ = ctx_.Buffer(S * 4 * H * 4);
+    z_ = ctx_.Buffer(S * GH * 4);
+    if (gru_) zh_ = ctx_.Buffer(S * GH * 4);
     logits_ = ctx_.Buffer(S * V * 4);
     host_ids_ = std::make_unique<PinnedBuffer>(2 * S * 4);
     seen_.assign(S, 0);
@@ -467,7 +549,7 @@ class CudaInferBackend final : public InferBackend {
       DS_THROW(kInvalidArgument, "{} slots stepped, backend has {}", n, slots_);
     if (n == 0) return;
     const int V = spec_.vocab_size, E = spec_.embedding_dim, H = spec_.rnn_units;
-    const int H4 = 4 * H;
+    const int GH = GateCount(spec_.architecture) * H;
     int32_t* h_ids = host_ids_->as<int32_t>();
     for (int k = 0; k < n; ++k) {
       int sl = slot_ids[k];
@@ -493,19 +575,25 @@ class CudaInferBackend final : public InferBackend {
     const float* P = params_.as();
     float* in = xa_.as();
     float* out = xb_.as();
-    cuda::GatherRows(P + layout_.embedding, d_tok, n, E, in, s);
+    cuda::GatherRows(P + layout_.offset("embedding"), d_tok, n, E, in, s);
     int In = E;
     for (int l = 0; l < spec_.num_layers; ++l) {
-      const auto& ly = layout_.layers[l];
+      const auto ly = layout_.layer(l);
       cuda::GatherRows(H_(l), d_slots, n, H, hprev_.as(), s);
-      ctx_.Gemm(false, false, n, H4, In, 1.0f, in, In, P + ly.wx, H4, 0.0f, z_.as(), H4);
-      ctx_.Gemm(false, false, n, H4, H, 1.0f, hprev_.as(), H, P + ly.wh, H4, 1.0f, z_.as(), H4);
-      cuda::LstmCellInfer(z_.as(), P + ly.b, d_slots, H_(l), C_(l), out, n, H, s);
+      ctx_.Gemm(false, false, n, GH, In, 1.0f, in, In, P + ly.wx, GH, 0.0f, z_.as(), GH);
+      if (gru_) {
+        ctx_.Gemm(false, false, n, GH, H, 1.0f, hprev_.as(), H, P + ly.wh, GH, 0.0f, zh_.as(), GH);
+        cuda::GruCellInfer(z_.as(), zh_.as(), P + ly.b, d_slots, H_(l), out, n, H, s);
+      } else {
+        ctx_.Gemm(false, false, n, GH, H, 1.0f, hprev_.as(), H, P + ly.wh, GH, 1.0f, z_.as(), GH);
+        cuda::LstmCellInfer(z_.as(), P + ly.b, d_slots, H_(l), C_(l), out, n, H, s);
+      }
       std::swap(in, out);
       In = H;
     }
-    cuda::BroadcastRow(P + layout_.dense_b, n, V, logits_.as(), s);
-    ctx_.Gemm(false, false, n, V, H, 1.0f, in, H, P + layout_.dense_w, V, 1.0f, logits_.as(), V);
+    cuda::BroadcastRow(P + layout_.offset("dense.b"), n, V, logits_.as(), s);
+    ctx_.Gemm(false, false, n, V, H, 1.0f, in, H, P + layout_.offset("dense.w"), V, 1.0f,
+              logits_.as(), V);
     DS_CUDA_CHECK(
         cudaMemcpyAsync(logits, logits_.as(), size_t(n) * V * 4, cudaMemcpyDeviceToHost, s));
     ctx_.Sync();
@@ -519,13 +607,15 @@ class CudaInferBackend final : public InferBackend {
   CudaContext ctx_;  // first: destroyed last
   NetworkSpec spec_;
   ParamLayout layout_;
+  bool gru_;  // architecture gru (else lstm; the gru leaves the c half of state_ unused)
   int slots_;
   DeviceBuffer params_;   // [total]
   DeviceBuffer state_;    // [L, 2, S, H]
   DeviceBuffer ids_;      // slot ids [n], tokens [n]
   DeviceBuffer xa_, xb_;  // [S, max(E, H)], [S, H]  layer inputs/outputs (ping-pong)
   DeviceBuffer hprev_;    // [S, H]   gathered h_{t-1} of the stepped slots
-  DeviceBuffer z_;        // [S, 4H]  gate pre-activations
+  DeviceBuffer z_;        // [S, GH]  gate pre-activations (gru: x side)
+  DeviceBuffer zh_;       // [S, GH]  gru: h_prev Wh
   DeviceBuffer logits_;   // [S, V]
   std::unique_ptr<PinnedBuffer> host_ids_;  // [2S]
   std::vector<char> seen_;                  // [S] duplicate check scratch

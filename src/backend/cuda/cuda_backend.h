@@ -1,6 +1,10 @@
 // The CUDA backend: TrainBackend and InferBackend on one NVIDIA GPU. Only
 // compiled (and only to be included) when DS_HAVE_CUDA is defined; callers go
-// through backend/device.h to decide whether to use it.
+// through backend/device.h to decide whether to use it and construct it
+// through backend/registry.h (the only includer outside backend/cuda and tests).
+// Both architectures (model/network.h): the GRU replaces the fused LSTM cell
+// kernels by GruCellForward/Backward/Infer (kernels.h) and keeps h_{t-1} Wh of
+// every step apart ([N, 3H], the reset gate multiplies its n part).
 //
 // Design (docs/gpu.md has the long form):
 // * Parameters, gradients and optimizer state are single device buffers laid

@@ -127,6 +127,53 @@ __global__ void LstmBackwardKernel(const float* __restrict__ gates, const float*
   }
 }
 
+__global__ void GruForwardKernel(float* __restrict__ a, float* __restrict__ u,
+                                 const float* __restrict__ bias, const float* __restrict__ h_prev,
+                                 float* __restrict__ h, int B, int H) {
+  int total = B * H;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    int b = i / H, j = i - b * H;
+    float* ar = a + size_t(b) * 3 * H;
+    float* ur = u + size_t(b) * 3 * H;
+    const float* bh = bias + 3 * H;
+    float z = Sigmoid(ar[j] + bias[j] + ur[j] + bh[j]);
+    float r = Sigmoid(ar[H + j] + bias[H + j] + ur[H + j] + bh[H + j]);
+    float un = ur[2 * H + j] + bh[2 * H + j];
+    float n = tanhf(ar[2 * H + j] + bias[2 * H + j] + r * un);
+    ar[j] = z;
+    ar[H + j] = r;
+    ar[2 * H + j] = n;
+    ur[2 * H + j] = un;
+    h[i] = z * h_prev[i] + (1.0f - z) * n;
+  }
+}
+
+__global__ void GruBackwardKernel(const float* __restrict__ gates, const float* __restrict__ u,
+                                  const float* __restrict__ h_prev, const float* __restrict__ dh,
+                                  float* __restrict__ carry, float* __restrict__ dzx,
+                                  float* __restrict__ dzh, int B, int H) {
+  int total = B * H;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    int b = i / H, j = i - b * H;
+    const float* g = gates + size_t(b) * 3 * H;
+    float z = g[j], r = g[H + j], n = g[2 * H + j];
+    float un = u[size_t(b) * 3 * H + 2 * H + j];
+    float d = dh[i] + carry[i];
+    float dn = d * (1.0f - z) * (1.0f - n * n);
+    float dz = d * (h_prev[i] - n) * z * (1.0f - z);
+    float dr = dn * un * r * (1.0f - r);
+    carry[i] = d * z;
+    float* x = dzx + size_t(b) * 3 * H;
+    float* y = dzh + size_t(b) * 3 * H;
+    x[j] = dz;
+    x[H + j] = dr;
+    x[2 * H + j] = dn;
+    y[j] = dz;
+    y[H + j] = dr;
+    y[2 * H + j] = dn * r;
+  }
+}
+
 // Reductions over one block of kThreads threads.
 __device__ __forceinline__ float BlockSum(float v, float* shared) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -290,6 +337,26 @@ __global__ void LstmInferKernel(const float* __restrict__ z, const float* __rest
   }
 }
 
+__global__ void GruInferKernel(const float* __restrict__ a, const float* __restrict__ u,
+                               const float* __restrict__ bias, const int32_t* __restrict__ slots,
+                               float* __restrict__ h_state, float* __restrict__ x_out, int n,
+                               int H) {
+  int total = n * H;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    int k = i / H, j = i - k * H;
+    const float* ar = a + size_t(k) * 3 * H;
+    const float* ur = u + size_t(k) * 3 * H;
+    const float* bh = bias + 3 * H;
+    float z = Sigmoid(ar[j] + bias[j] + ur[j] + bh[j]);
+    float r = Sigmoid(ar[H + j] + bias[H + j] + ur[H + j] + bh[H + j]);
+    float nv = tanhf(ar[2 * H + j] + bias[2 * H + j] + r * (ur[2 * H + j] + bh[2 * H + j]));
+    size_t s = size_t(slots[k]) * H + j;
+    float hv = z * h_state[s] + (1.0f - z) * nv;
+    h_state[s] = hv;
+    x_out[i] = hv;
+  }
+}
+
 __global__ void BroadcastRowKernel(const float* __restrict__ row, int n, int W,
                                    float* __restrict__ out) {
   size_t total = size_t(n) * W;
@@ -340,6 +407,29 @@ void LstmCellBackward(const float* gates, const float* c, const float* c_prev, c
   if (B * H == 0) return;
   LstmBackwardKernel<<<Blocks(size_t(B) * H), kThreads, 0, stream>>>(gates, c, c_prev, dh, dc, dz,
                                                                      B, H);
+  DS_CUDA_CHECK_LAUNCH();
+}
+
+void GruCellForward(float* a, float* u, const float* bias, const float* h_prev, float* h, int B,
+                    int H, Stream stream) {
+  if (B * H == 0) return;
+  GruForwardKernel<<<Blocks(size_t(B) * H), kThreads, 0, stream>>>(a, u, bias, h_prev, h, B, H);
+  DS_CUDA_CHECK_LAUNCH();
+}
+
+void GruCellBackward(const float* gates, const float* u, const float* h_prev, const float* dh,
+                     float* carry, float* dzx, float* dzh, int B, int H, Stream stream) {
+  if (B * H == 0) return;
+  GruBackwardKernel<<<Blocks(size_t(B) * H), kThreads, 0, stream>>>(gates, u, h_prev, dh, carry,
+                                                                    dzx, dzh, B, H);
+  DS_CUDA_CHECK_LAUNCH();
+}
+
+void GruCellInfer(const float* a, const float* u, const float* bias, const int32_t* slots,
+                  float* h_state, float* x_out, int n, int H, Stream stream) {
+  if (n * H == 0) return;
+  GruInferKernel<<<Blocks(size_t(n) * H), kThreads, 0, stream>>>(a, u, bias, slots, h_state, x_out,
+                                                                 n, H);
   DS_CUDA_CHECK_LAUNCH();
 }
 

@@ -50,6 +50,22 @@ void LstmCellForward(float* z, const float* bias, const float* c_prev, float* c,
 void LstmCellBackward(const float* gates, const float* c, const float* c_prev, const float* dh,
                       float* dc, float* dz, int B, int H, Stream stream);
 
+// One GRU time step, forward (model/network.h: Keras, reset_after, gates z, r,
+// n). a [B, 3H] holds x Wx (no bias) on entry and the activated z, r, n on
+// exit; u [B, 3H] holds h_prev Wh (no bias) on entry and, in its n third,
+// u_n + bh_n on exit (the backward's dr needs it); bias [2, 3H] = bx, bh;
+// h_prev, h [B, H]:  h = z * h_prev + (1 - z) * n.
+void GruCellForward(float* a, float* u, const float* bias, const float* h_prev, float* h, int B,
+                    int H, Stream stream);
+
+// One GRU time step, backward. gates [B, 3H] and u [B, 3H] as left by the
+// forward, h_prev [B, H]; dh [B, H] = dL/dh_t from the layer above and the
+// recurrent GEMM; carry [B, H]: dh_{t+1} z_{t+1} on entry, dh_t z_t on exit
+// (the direct path to h_{t-1}); dzx, dzh [B, 3H] = dL/d(x-side, h-side
+// pre-activations): dzx = [dz, dr, dn], dzh = [dz, dr, dn * r].
+void GruCellBackward(const float* gates, const float* u, const float* h_prev, const float* dh,
+                     float* carry, float* dzx, float* dzh, int B, int H, Stream stream);
+
 // Softmax cross-entropy over rows of logits [N, V] (without bias; bias [V] is
 // added here). targets [N], weights [N] (nullptr = all ones). Writes
 // row_loss[r] = w_r * CE_r and row_correct[r] = w_r * [argmax_r == target_r]
@@ -86,6 +102,12 @@ void GatherRows(const float* src, const int32_t* idx, int n, int W, float* dst, 
 // of slots[k] ([S, H] each) and x_out[k, :] = h ([n, H]).
 void LstmCellInfer(const float* z, const float* bias, const int32_t* slots, float* h_state,
                    float* c_state, float* x_out, int n, int H, Stream stream);
+
+// Inference GRU step for n slots: a [n, 3H] = x Wx, u [n, 3H] = h_prev Wh (no
+// biases), bias [2, 3H], slots [n]; reads and writes h_state[slots[k]] ([S, H])
+// and x_out[k, :] = h ([n, H]).
+void GruCellInfer(const float* a, const float* u, const float* bias, const int32_t* slots,
+                  float* h_state, float* x_out, int n, int H, Stream stream);
 
 // out[k, :] = row[:] for k < n; row [W], out [n, W].
 void BroadcastRow(const float* row, int n, int W, float* out, Stream stream);

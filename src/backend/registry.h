@@ -1,0 +1,63 @@
+// The backend registry: which code trains and runs a network of a given
+// architecture on a given device. Callers (the trainer, the generator and its
+// workers, tabular) ask here and never #ifdef on CUDA or name a backend's
+// factory; a build without CUDA simply has no kCuda entries.
+//
+//   (architecture, device) -> TrainFactory, InferFactory
+//
+// Entries live in one table in registry.cc (not static self-registration,
+// which a static library's linker may drop). Adding a backend or an
+// architecture = adding its rows there (docs/architecture.md).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/device_allocator.h"
+#include "model/network.h"
+#include "util/status.h"
+
+namespace ds {
+
+// Options a device backend may use; host backends ignore them.
+struct BackendOptions {
+  int device = 0;           // device index (CUDA)
+  AllocatorConfig memory;   // the process allocator's configuration (CUDA)
+  bool allow_tf32 = false;  // TF32 tensor-core GEMMs (CUDA)
+};
+
+using TrainFactory = std::function<Result<std::unique_ptr<TrainBackend>>(
+    const NetworkSpec& spec, int max_batch, int max_steps, const BackendOptions& options)>;
+// `params` ([ParamLayout::For(spec).total], host); host backends read it in
+// place (it must outlive them), device backends copy it.
+using InferFactory = std::function<Result<std::unique_ptr<InferBackend>>(
+    const NetworkSpec& spec, const float* params, int slots, const BackendOptions& options)>;
+
+struct BackendEntry {
+  Architecture architecture;
+  DeviceKind device;
+  TrainFactory train;
+  InferFactory infer;
+};
+
+// Every entry of this build.
+const std::vector<BackendEntry>& BackendRegistry();
+// The entry for (spec.architecture, device), or nullptr.
+const BackendEntry* FindBackend(Architecture architecture, DeviceKind device);
+
+// Ok, or kUnavailable naming the architecture and device (or saying that this
+// build has no CUDA at all) when there is no such entry.
+Status BackendAvailable(Architecture architecture, DeviceKind device);
+
+// Constructs through the registry; kUnavailable naming the architecture and
+// device when this build has no such backend.
+Result<std::unique_ptr<TrainBackend>> MakeTrainBackend(DeviceKind device, const NetworkSpec& spec,
+                                                       int max_batch, int max_steps,
+                                                       const BackendOptions& options = {});
+Result<std::unique_ptr<InferBackend>> MakeInferBackend(DeviceKind device, const NetworkSpec& spec,
+                                                       const float* params, int slots,
+                                                       const BackendOptions& options = {});
+
+}  // namespace ds
