@@ -13,9 +13,7 @@ DS=$1
 ROOT=$2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-fails=0; passes=0
-pass() { echo "ok: $1"; passes=$((passes + 1)); }
-fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
+source "$(dirname "$0")/lib.sh"
 
 # Tiny network: each training run takes a second or two.
 NET=(--epochs 1 --embedding-dim 8 --rnn-units 16 --batch-size 4 --seq-length 16 --threads 1)

@@ -20,10 +20,7 @@ cleanup() {
   rm -rf "$TMP"
 }
 trap cleanup EXIT
-fails=0; passes=0; skips=0
-pass() { echo "ok: $1"; passes=$((passes + 1)); }
-fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
-skip() { echo "skip: $1"; skips=$((skips + 1)); }
+source "$(dirname "$0")/lib.sh"
 
 # one_error NAME SUBSTRING OUTPUT RC: non-zero exit, exactly one error line
 # holding SUBSTRING.
@@ -164,5 +161,4 @@ out=$("$DS" generate --model-dir "$TMP/m" -n 100000 --predict-batch-size 65536 -
 one_error "4096 workers x 65536 slots" "reduce predict_batch_size or parallelism" "$out" $rc
 [ ! -e "$TMP/b5.csv" ] && [ ! -e "$TMP/b5.csv.partial" ] && pass "no output started" || fail "output left"
 
-echo "$passes passed, $fails failed, $skips skipped"
-[ $fails -eq 0 ]
+finish
