@@ -122,10 +122,15 @@ mount_fs() {
   cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf"
 }
 
+stamp() {  # prefixes each line with the seconds since the step began
+  local t0=$SECONDS line
+  while IFS= read -r line; do printf '[%5ds] %s\n' $((SECONDS - t0)) "$line"; done
+}
+
 in_root() {  # script: runs it in the root as a new user's login would
   chroot "$ROOT" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    /bin/bash -c "cd /root/datasynth && ./scripts/$1.sh"
+    /bin/bash -c "cd /root/datasynth && ./scripts/$1.sh" 2>&1 | stamp
 }
 
 echo "fresh_machine_check: $(date -u '+%Y-%m-%d %H:%M UTC'), work dir $WORK" >&2
