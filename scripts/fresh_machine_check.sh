@@ -19,6 +19,7 @@
 #   FRESH_CACHE    directory kept between runs for downloaded .deb files only
 #                  (debootstrap's and apt's); the root itself is always new
 #   FRESH_STEPS    steps to run inside the root (default: "demo test")
+#   FRESH_STEP_TIMEOUT  seconds each of those may run (default 5400): a hung step fails
 # Needs: debootstrap (apt-get install debootstrap), util-linux (unshare).
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,17 +40,37 @@ ROOT=$WORK/root
 STEPS=${FRESH_STEPS:-demo test}
 MOUNTS=()
 SUMMARY=()
+CHILD=""
 START=$(date +%s)
 
+in_root_pids() {  # the processes whose root directory is this root
+  local p
+  for p in /proc/[0-9]*; do
+    [ "$(readlink "$p/root" 2>/dev/null)" = "$ROOT" ] && echo "${p#/proc/}"
+  done
+  return 0
+}
+
 cleanup() {
-  local rc=$? i
+  local rc=$? i pids
+  set +e
+  if [ -n "$CHILD" ]; then  # a step still running: stop it before unmounting
+    kill -TERM "$CHILD" 2>/dev/null
+    wait "$CHILD" 2>/dev/null
+  fi
+  for i in 1 2 3 4 5 6 7 8 9 10 11; do  # and whatever it left running in the root
+    pids=$(in_root_pids)
+    [ -z "$pids" ] && break
+    # shellcheck disable=SC2086
+    if [ "$i" -lt 11 ]; then kill -TERM $pids 2>/dev/null; sleep 1; else kill -KILL $pids 2>/dev/null; sleep 1; fi
+  done
   for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
     umount -l "${MOUNTS[$i]}" 2>/dev/null || true
   done
   if [ "${FRESH_KEEP:-0}" = 1 ]; then
     echo "fresh_machine_check: root kept at $ROOT" >&2
   else
-    rm -rf --one-file-system "$WORK"
+    rm -rf --one-file-system "$WORK" || echo "fresh_machine_check: could not remove $WORK" >&2
   fi
   exit $rc
 }
@@ -128,9 +149,16 @@ stamp() {  # prefixes each line with the seconds since the step began
 }
 
 in_root() {  # script: runs it in the root as a new user's login would
-  chroot "$ROOT" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
-    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    /bin/bash -c "cd /root/datasynth && ./scripts/$1.sh" 2>&1 | stamp
+  # In the background and waited for, so that a signal reaches the traps at once;
+  # cleanup then stops the step (timeout passes the signal on to the whole step).
+  timeout --kill-after=30 "${FRESH_STEP_TIMEOUT:-5400}" chroot "$ROOT" /usr/bin/env -i \
+    HOME=/root LANG=C.UTF-8 TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    /bin/bash -c "cd /root/datasynth && ./scripts/$1.sh" > >(stamp) 2>&1 &
+  CHILD=$!
+  local rc=0
+  wait "$CHILD" || rc=$?
+  CHILD=""
+  return $rc
 }
 
 echo "fresh_machine_check: $(date -u '+%Y-%m-%d %H:%M UTC'), work dir $WORK" >&2
