@@ -17,12 +17,25 @@ cases pooled, datasynth's Jensen-Shannon column scores must rank the columns
 like SDMetrics' complements: Spearman correlation >= --min-rank-correlation
 (default 0.7) when there are at least 5 columns and the complements differ.
 
+With --write-golden FILE, also writes SDMetrics' values per case and column,
+with an FNV-1a 64 fingerprint of each input file, as JSON: the committed
+tests/data/golden/sdmetrics.json that tests/evaluate_test.cc compares against
+where sdmetrics is not installed (scripts/make_golden.sh reruns this).
+
 Exit status: 0 all checks pass, 1 a check failed, 77 sdmetrics/pandas missing.
 Prints one line per column and a closing 'N passed, N failed' line.
 """
 import argparse
 import json
 import sys
+
+
+def fnv64(path):
+    h = 0xCBF29CE484222325
+    with open(path, "rb") as f:
+        for byte in f.read():
+            h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
 
 
 def spearman(a, b):
@@ -55,9 +68,11 @@ def main():
     ap.add_argument("--json", required=True, action="append")
     ap.add_argument("--tolerance", type=float, default=1e-6)
     ap.add_argument("--min-rank-correlation", type=float, default=0.7)
+    ap.add_argument("--write-golden", metavar="FILE")
     args = ap.parse_args()
     try:
         import pandas as pd
+        import sdmetrics
         from sdmetrics.single_column import KSComplement, TVComplement
     except ImportError as e:
         print(f"SKIP: {e}")
@@ -72,8 +87,11 @@ def main():
 
     passed = failed = 0
     ours, theirs = [], []  # per-column JS scores and SDMetrics complements, all cases
+    golden = []
     for real_path, synth_path, json_path in zip(args.real, args.synthetic, args.json):
         print(f"{real_path} vs {synth_path}:")
+        golden.append({"real_fnv64": fnv64(real_path), "synthetic_fnv64": fnv64(synth_path),
+                       "columns": []})
         with open(json_path) as f:
             report = json.load(f)
         real, synth = load(real_path), load(synth_path)
@@ -92,6 +110,7 @@ def main():
             else:
                 print(f"  {name:32s} {kind:12s} (text: no SDMetrics counterpart)")
                 continue
+            golden[-1]["columns"].append({"name": name, "metric": metric, "value": ref})
             ok = mine is not None and abs(mine - ref) <= args.tolerance
             passed += ok
             failed += not ok
@@ -109,6 +128,14 @@ def main():
               f"columns: Spearman {rho:.3f} (>= {args.min_rank_correlation}) "
               f"{'ok' if ok else 'FAILED'}")
     print(f"{passed} passed, {failed} failed")
+    if args.write_golden and failed == 0:
+        doc = {"source": f"SDMetrics {sdmetrics.__version__} (scripts/make_golden.sh)",
+               "tolerance": args.tolerance, "min_rank_correlation": args.min_rank_correlation,
+               "cases": golden}
+        with open(args.write_golden, "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        print(f"wrote {args.write_golden}")
     return 0 if failed == 0 else 1
 
 

@@ -13,11 +13,9 @@ DS=$1
 ROOT=$2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-fails=0; passes=0
+source "$(dirname "$0")/lib.sh"
 CASE_TIMEOUT=${CASE_TIMEOUT:-120}  # every case runs under timeout: a hang is a failure
 dst() { timeout "$CASE_TIMEOUT" "$DS" "$@"; }  # the CLI under the case timeout
-pass() { echo "ok: $1"; passes=$((passes + 1)); }
-fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
 
 # Tiny network: each training run takes a second or two.
 NET=(--epochs 1 --embedding-dim 8 --rnn-units 16 --batch-size 4 --seq-length 16 --threads 1)
@@ -485,5 +483,4 @@ else
   fail ".csv default delimiter: $(tail -2 "$TMP/csvdef.log")"
 fi
 
-echo "$passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

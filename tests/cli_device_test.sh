@@ -10,9 +10,7 @@ DS=$1
 ROOT=$2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-fails=0; passes=0
-pass() { echo "ok: $1"; passes=$((passes + 1)); }
-fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
+source "$(dirname "$0")/lib.sh"
 
 SMALL=(--tokenizer char --epochs 1 --embedding-dim 16 --rnn-units 32 --batch-size 8 --seq-length 32 --seed 3)
 head -n 201 "$ROOT/examples/telco_churn_2k.csv" > "$TMP/t.csv"
@@ -80,5 +78,4 @@ out=$("$DS" "${GEN[@]}" --device cpu --gpu-memory lots --output "$TMP/x.csv" 2>&
 [ $rc -ne 0 ] && grep -q "expected grow or preallocate" <<<"$out" \
   && pass "bad --gpu-memory: clear error" || fail "bad --gpu-memory: rc $rc '$out'"
 
-echo "$passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -8,11 +8,9 @@ DS=$1
 ROOT=$2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-fails=0; passes=0
-pass() { echo "ok: $1"; passes=$((passes + 1)); }
-fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
+source "$(dirname "$0")/lib.sh"
 # penguins: 344 short records (fast); delta default 1/344.
-cp "$ROOT/../shared/datasets/penguins.csv" "$TMP/t.csv" 2>/dev/null || cp "$ROOT/tests/data/evaluate/penguins_train.csv" "$TMP/t.csv"
+cp "$ROOT/tests/data/datasets/penguins.csv" "$TMP/t.csv"
 N=$(($(wc -l < "$TMP/t.csv") - 1))
 SMALL=(--epochs 5 --embedding-dim 16 --rnn-units 32 --batch-size 32 --seq-length 20 --seed 9
        --dp-l2-norm-clip 1.0 --dp-deterministic-noise)
@@ -64,5 +62,4 @@ m = json.load(open(sys.argv[1] + "/model_params.json"))["datasynth"]
 print("epsilon", m["epsilon"], "delta", m["delta"])
 sys.exit(0 if 0 < m["epsilon"] <= 5.0 and m["delta"] == 1e-5 else 1)
 PY
-echo "$passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -11,9 +11,7 @@ DS=$1
 ROOT=$2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-fails=0; passes=0
-pass() { echo "ok: $1"; passes=$((passes + 1)); }
-fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
+source "$(dirname "$0")/lib.sh"
 
 head -n 301 "$ROOT/examples/telco_churn_2k.csv" > "$TMP/t.csv"
 "$DS" train --input "$TMP/t.csv" --field-delimiter , --model-dir "$TMP/m" --tokenizer char \
@@ -155,5 +153,4 @@ fi
 out=$("$DS" "${GEN[@]}" --resume 2>&1 >/dev/null)
 grep -q "not standard output" <<<"$out" && pass "--resume to stdout refused" || fail "stdout resume: $out"
 
-echo "$passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -9,9 +9,7 @@ DS=$1
 ROOT=$2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-fails=0; passes=0
-pass() { echo "ok: $1"; passes=$((passes + 1)); }
-fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
+source "$(dirname "$0")/lib.sh"
 head -n 301 "$ROOT/examples/telco_churn_2k.csv" > "$TMP/t.csv"
 ARGS=(--input "$TMP/t.csv" --field-delimiter , --tokenizer char --epochs 4 --embedding-dim 16
       --rnn-units 32 --batch-size 8 --seq-length 32 --seed 5 --early-stopping=false --threads 1)
@@ -50,5 +48,4 @@ for i in 1 2 3 4 5; do
       pass "kill $i: resumed to completion" || fail "kill $i: resume failed"
   fi
 done
-echo "$passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

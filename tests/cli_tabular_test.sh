@@ -5,12 +5,10 @@
 set -uo pipefail
 DS=$1
 ROOT=$2
-DATA=${DS_SHARED_DATA:-$ROOT/../shared/datasets}
+DATA=$ROOT/tests/data/datasets
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-fails=0; passes=0
-pass() { echo "ok: $1"; passes=$((passes + 1)); }
-fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
+source "$(dirname "$0")/lib.sh"
 
 SMALL=(--tokenizer char --epochs 25 --embedding-dim 32 --rnn-units 64 --batch-size 16 --seq-length 64
        --seed 3 --tabular-batch-size 4)
@@ -102,5 +100,4 @@ gzip -c "$TMP/p.csv" >"$TMP/p.csv.gz"
 [ "$(head -1 "$TMP/syn.csv")" = "$HEADER" ] && [ "$(tail -n +2 "$TMP/syn.csv" | wc -l)" = 25 ] &&
   pass "synthesize output" || fail "synthesize output: $(head -2 "$TMP/syn.csv")"
 
-echo "$passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -6,9 +6,7 @@ DS=$1
 ROOT=$2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-fails=0; passes=0
-pass() { echo "ok: $1"; passes=$((passes + 1)); }
-fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
+source "$(dirname "$0")/lib.sh"
 
 # Small network so the test runs in seconds.
 SMALL=(--tokenizer char --epochs 2 --embedding-dim 16 --rnn-units 32 --batch-size 8 --seq-length 32 --seed 3)
@@ -82,5 +80,4 @@ expect_error "ragged row" "ragged.csv:3" "$TMP/e8" -- train --input "$TMP/ragged
 mkdir -p "$TMP/unreadable.csv"
 expect_error "unreadable input" "unreadable.csv" "$TMP/e9" -- train --input "$TMP/unreadable.csv" --field-delimiter , --model-dir "$TMP/e9" "${SMALL[@]}"
 
-echo "$passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -217,8 +217,8 @@ TEST(ColumnRules, HostileJsonIsRejected) {
   expect_bad(j, "columns");
 }
 
-TEST(ColumnRules, PenguinsFromSharedData) {
-  auto rd = CsvReader::Open(std::string(DS_SHARED_DATA) + "/penguins.csv");
+TEST(ColumnRules, PenguinsFromBundledData) {
+  auto rd = CsvReader::Open(std::string(DS_TEST_DATA) + "/datasets/penguins.csv");
   ASSERT_TRUE(rd.ok()) << rd.status().ToString();
   Rows rows;
   std::vector<std::string> f;

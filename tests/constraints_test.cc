@@ -536,7 +536,7 @@ struct Table {
 
 Table Penguins() {
   Table t;
-  std::ifstream in(std::string(DS_SHARED_DATA) + "/penguins.csv");
+  std::ifstream in(std::string(DS_TEST_DATA) + "/datasets/penguins.csv");
   std::string line;
   EXPECT_TRUE(bool(std::getline(in, line)));
   t.header = SplitCsvLine(line);

@@ -1,15 +1,19 @@
 // Tests of src/evaluate: closed-form metric cases, the CSV table reader, the
 // quality scores on real data and its baselines, the privacy checks, the
-// report outputs, and (where sdmetrics is installed) the SDMetrics cross-check.
+// report outputs, and the SDMetrics cross-check (against committed golden values;
+// live too where sdmetrics is installed).
 #include "evaluate/evaluate.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -24,7 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 const std::string kData = DS_TEST_DATA "/evaluate/";
-const std::string kShared = DS_SHARED_DATA "/";
 
 Table MustRead(const std::string& path) {
   auto t = ReadTable(path, ',');
@@ -291,13 +294,13 @@ TEST(Table, SplitIsAPartition) {
 class TelcoQuality : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto t = ReadTable(kShared + "telco_churn.csv", ',');
+    auto t = ReadTable(std::string(DS_SOURCE_DIR) + "/examples/telco_churn_2k.csv", ',');
     if (!t.ok()) return;
     SplitTable(*t, 0.8, 42, &train_, &test_);
     loaded_ = true;
   }
   void SetUp() override {
-    if (!loaded_) GTEST_SKIP() << "shared dataset telco_churn.csv not found";
+    ASSERT_TRUE(loaded_) << "examples/telco_churn_2k.csv not readable";
   }
   static EvalReport Eval(const Table& synth) {
     EvalOptions opt;
@@ -546,38 +549,146 @@ TEST(Evaluate, RunEvaluateWritesFiles) {
   fs::remove_all(dir);
 }
 
-// ---- SDMetrics cross-check (runs where python3 has sdmetrics) ----
+// ---- SDMetrics cross-check ----
+// The cases: four bundled tables, each split 80/20 (near the ceiling) and
+// against uniform random columns (far from it). The committed golden file
+// tests/data/golden/sdmetrics.json holds SDMetrics' KSComplement and
+// TVComplement for each column of each case (scripts/make_golden.sh writes it
+// where sdmetrics is installed); every run compares against it. Where python3
+// has sdmetrics the live comparison runs too.
 
-TEST(SdMetrics, KsAndTvComplementsAgree) {
+struct SdmCase {
+  std::string real, synthetic;  // CSV files
+  EvalReport report;
+};
+
+std::vector<SdmCase> SdmCases(const std::string& dir) {
+  std::vector<SdmCase> cases;
+  auto add = [&](const Table& real, const Table& synth) {
+    SdmCase c;
+    std::string base = dir + "/" + std::to_string(cases.size());
+    c.real = base + "_real.csv";
+    c.synthetic = base + "_synth.csv";
+    EXPECT_TRUE(WriteTable(real, c.real, ',').ok());
+    EXPECT_TRUE(WriteTable(synth, c.synthetic, ',').ok());
+    EvalOptions opt;
+    opt.privacy = false;
+    c.report = Evaluate(real, synth, nullptr, opt).ValueOrThrow();
+    std::ofstream(base + ".json") << ReportToJson(c.report);
+    cases.push_back(std::move(c));
+  };
+  for (const std::string& path :
+       {std::string(DS_SOURCE_DIR) + "/examples/telco_churn_2k.csv",
+        std::string(DS_TEST_DATA) + "/datasets/lending_club_400.csv.gz",
+        std::string(DS_TEST_DATA) + "/datasets/ames_600.csv.gz",
+        std::string(DS_TEST_DATA) + "/datasets/penguins.csv"}) {
+    Table t = MustRead(path);
+    Table train, test;
+    SplitTable(t, 0.8, 42, &train, &test);
+    add(train, test);
+    add(train, UniformRandomColumns(train, test.num_rows(), 5));
+  }
+  return cases;
+}
+
+// FNV-1a 64 of a file's bytes, as scripts/sdmetrics_crosscheck.py computes it.
+std::string Fingerprint(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+double Spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  auto ranks = [](const std::vector<double>& v) {
+    std::vector<size_t> order(v.size());
+    for (size_t i = 0; i < v.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return v[x] < v[y]; });
+    std::vector<double> r(v.size());
+    for (size_t i = 0; i < order.size();) {
+      size_t j = i;
+      while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+      for (size_t k = i; k <= j; ++k) r[order[k]] = (double(i) + double(j)) / 2;
+      i = j + 1;
+    }
+    return r;
+  };
+  std::vector<double> ra = ranks(a), rb = ranks(b);
+  const double n = double(a.size());
+  double ma = 0, mb = 0, cov = 0, va = 0, vb = 0;
+  for (size_t i = 0; i < a.size(); ++i) ma += ra[i] / n, mb += rb[i] / n;
+  for (size_t i = 0; i < a.size(); ++i) {
+    cov += (ra[i] - ma) * (rb[i] - mb);
+    va += (ra[i] - ma) * (ra[i] - ma);
+    vb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  return cov / std::sqrt(va * vb);
+}
+
+TEST(SdMetrics, ComplementsMatchCommittedGolden) {
+  const std::string golden_path = std::string(DS_TEST_DATA) + "/golden/sdmetrics.json";
+  std::ifstream gf(golden_path);
+  ASSERT_TRUE(gf.good()) << golden_path;
+  const auto golden = nlohmann::json::parse(gf);
+  const double tol = golden.at("tolerance").get<double>();
+  EXPECT_LE(tol, 1e-6);
+  std::string dir = TempDir("sdm_golden");
+  std::vector<SdmCase> cases = SdmCases(dir);
+  ASSERT_EQ(golden.at("cases").size(), cases.size()) << "rerun scripts/make_golden.sh";
+  std::vector<double> ours, theirs;
+  size_t compared = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& g = golden["cases"][i];
+    SCOPED_TRACE("case " + std::to_string(i));
+    // A different input (a changed split, writer or fixture) makes the golden stale.
+    ASSERT_EQ(g.at("real_fnv64").get<std::string>(), Fingerprint(cases[i].real))
+        << "inputs changed: rerun scripts/make_golden.sh";
+    ASSERT_EQ(g.at("synthetic_fnv64").get<std::string>(), Fingerprint(cases[i].synthetic));
+    size_t comparable = 0;
+    for (const ColumnScore& c : cases[i].report.column_scores) {
+      if (c.type == ColumnKind::kText) continue;
+      ++comparable;
+      const auto it = std::find_if(g.at("columns").begin(), g.at("columns").end(),
+                                   [&](const auto& x) { return x.at("name") == c.name; });
+      ASSERT_NE(it, g.at("columns").end()) << c.name << " missing from the golden file";
+      const bool numeric = c.type == ColumnKind::kNumeric;
+      EXPECT_EQ(it->at("metric").get<std::string>(), numeric ? "KSComplement" : "TVComplement")
+          << c.name;
+      const double ref = it->at("value").get<double>();
+      const double mine = numeric ? c.ks_complement : c.tv_complement;
+      EXPECT_NEAR(mine, ref, tol) << c.name;
+      ours.push_back(c.score);
+      theirs.push_back(ref);
+      ++compared;
+    }
+    EXPECT_EQ(comparable, g.at("columns").size());
+  }
+  // 20 + 23 + 74 + 8 columns, twice; text columns have no SDMetrics counterpart.
+  EXPECT_GT(compared, 200u);
+  // The Jensen-Shannon column scores rank the columns like SDMetrics' complements.
+  const double rho = Spearman(ours, theirs);
+  std::cout << "sdmetrics golden: " << compared << " columns within " << tol
+            << ", rank agreement Spearman " << rho << "\n";
+  EXPECT_GE(rho, golden.at("min_rank_correlation").get<double>());
+  fs::remove_all(dir);
+}
+
+// Live, where python3 has sdmetrics. With DS_WRITE_GOLDEN=PATH set, the script
+// also writes the golden file there (scripts/make_golden.sh).
+TEST(SdMetrics, KsAndTvComplementsAgreeLive) {
   if (std::system("python3 -c 'import sdmetrics, pandas' >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "python3 with sdmetrics not available";
+    GTEST_SKIP() << "python3 with sdmetrics not available (the golden comparison ran instead)";
   std::string dir = TempDir("sdm");
   std::string cmd =
       std::string("python3 ") + DS_SOURCE_DIR + "/scripts/sdmetrics_crosscheck.py --tolerance 1e-6";
-  int cases = 0;
-  auto add = [&](const Table& real, const Table& synth) {
-    std::string base = dir + "/" + std::to_string(cases++);
-    ASSERT_TRUE(WriteTable(real, base + "_real.csv", ',').ok());
-    ASSERT_TRUE(WriteTable(synth, base + "_synth.csv", ',').ok());
-    EvalOptions opt;
-    opt.privacy = false;
-    EvalReport r = Evaluate(real, synth, nullptr, opt).ValueOrThrow();
-    std::ofstream(base + ".json") << ReportToJson(r);
-    cmd +=
-        " --real " + base + "_real.csv --synthetic " + base + "_synth.csv --json " + base + ".json";
-  };
-  bool shared = false;
-  for (const char* name : {"telco_churn.csv", "lending_club.csv", "ames.csv", "penguins.csv"}) {
-    auto t = ReadTable(kShared + name, ',');
-    if (!t.ok()) continue;
-    shared = true;
-    Table train, test;
-    SplitTable(*t, 0.8, 42, &train, &test);
-    add(train, test);                                             // near the ceiling
-    add(train, UniformRandomColumns(train, test.num_rows(), 5));  // far from it
-  }
-  if (!shared) {
-    add(MustRead(kData + "penguins_train.csv"), MustRead(kData + "penguins_synth.csv"));
+  if (const char* out = std::getenv("DS_WRITE_GOLDEN")) cmd += std::string(" --write-golden ") + out;
+  size_t n = 0;
+  for (const SdmCase& c : SdmCases(dir)) {
+    cmd += " --real " + c.real + " --synthetic " + c.synthetic + " --json " + dir + "/" +
+           std::to_string(n++) + ".json";
   }
   cmd += " > " + dir + "/out.txt 2>&1";
   int rc = std::system(cmd.c_str());

@@ -364,7 +364,7 @@ TEST(PlanTest, SpecJsonRoundTripAndChecks) {
 }
 
 TEST(PlanTest, AmesIsCutIntoRelatedBatches) {
-  auto t = ReadRowTable(std::string(DS_SHARED_DATA) + "/ames.csv", ',');
+  auto t = ReadRowTable(std::string(DS_TEST_DATA) + "/datasets/ames_600.csv.gz", ',');
   ASSERT_TRUE(t.ok()) << t.status().message();
   ASSERT_EQ(t->header.size(), 74u);
   ColumnRules rules = LearnColumnRules(t->header, t->rows);
@@ -733,7 +733,7 @@ TEST(TabularEndToEnd, VeryWideGzipTable) {
   o.train.config = TinyConfig(2);
   o.train.config.batch_size = 4;
   o.train.tabular.condition_columns = 2;
-  o.train.input_path = std::string(DS_SHARED_DATA) + "/santander.csv.gz";
+  o.train.input_path = std::string(DS_TEST_DATA) + "/datasets/santander.csv.gz";
   o.generate.output = dir / "s.csv";
   o.generate.num_lines = 8;
   o.generate.max_invalid = 100000;

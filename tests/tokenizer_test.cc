@@ -664,7 +664,7 @@ TEST_F(Corrupt, ModelThatIsNotSentencePieceIsRejectedEvenWithMatchingChecksum) {
 // ---- a real table ----
 
 Records ReadTelco(size_t max_rows) {
-  std::ifstream in(std::string(DS_SHARED_DATA) + "/telco_churn.csv");
+  std::ifstream in(std::string(DS_SOURCE_DIR) + "/examples/telco_churn_2k.csv");
   Records out;
   std::string line;
   std::getline(in, line);  // header
