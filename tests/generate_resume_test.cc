@@ -294,6 +294,7 @@ RunOptions BaseOptions(const std::string& output) {
   o.parallelism = 2;
   o.output = output;
   o.checkpoint_interval_s = 0.005;  // many checkpoints: many resume points
+  o.output_policy.overwrite = true;  // some runs write the same file again
   return o;
 }
 

@@ -16,7 +16,7 @@ struct GenArgs {
   int predict_batch_size = -1;
   uint64_t seed = 0;
   SeedFlags seeds;
-  bool resume = false;
+  bool resume = false, overwrite = false;
   double checkpoint_interval = 1.0;
   bool no_field_count = false, no_types = false, no_ranges = false, no_categories = false,
        no_empty = false;
@@ -30,6 +30,7 @@ int RunTabularGenerate(const GenArgs& a) {
   TabularGenerateOptions o;
   o.model_dir = a.model_dir;
   o.output = a.output;
+  o.overwrite = a.overwrite;
   if (a.num_lines >= 0) o.num_lines = a.num_lines;
   o.seed = a.seed;
   if (a.gen_temp >= 0) o.gen_temp = a.gen_temp;
@@ -70,6 +71,7 @@ int RunGenerate(const GenArgs& a) {
   c.run.output = a.output;
   c.run.parallelism = a.parallelism;
   c.run.resume = a.resume;
+  c.run.output_policy.overwrite = a.overwrite;
   c.run.checkpoint_interval_s = a.checkpoint_interval;
   c.run.gen.seed = a.seed;
   if (!a.start_string.empty()) c.run.gen.start_string = a.start_string;
@@ -148,6 +150,9 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_option("--num-lines,-n,--gen-lines", a.num_lines,
                   "valid records to generate [default: the model's gen_lines]");
   cmd->add_option("--output,-o", a.output, "output file ('-' or none: stdout)");
+  cmd->add_flag("--overwrite", a.overwrite,
+                "replace an existing output file (never the training input or a file in a "
+                "model directory)");
   cmd->add_option("--format", a.format, "csv | text | jsonl [default: csv for tables, else text]");
   cmd->add_option("--parallelism,-p", a.parallelism,
                   "worker processes: 0 = all CPUs, n, -x = CPUs - x, 0.5 = half [default: 0]");

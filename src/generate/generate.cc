@@ -105,6 +105,13 @@ Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& ev
                             GenerateSummary* summary) {
   *summary = GenerateSummary{};
   DS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModel(cmd.model_dir));
+  // Output safety, before any work (RunGeneration checks again once it knows
+  // whether there is a run to resume).
+  OutputPolicy policy = cmd.run.output_policy;
+  policy.model_dir = cmd.model_dir;
+  policy.training_input = model->meta.input_file;
+  policy.resume = cmd.run.resume;
+  DS_RETURN_IF_ERROR(CheckOutputTarget(cmd.run.output, policy));
   // The device: the worker count decides each worker's share of the GPU.
   DS_ASSIGN_OR_RETURN(int workers, ResolveParallelism(cmd.run.parallelism, AvailableCpus()));
   {
@@ -126,6 +133,8 @@ Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& ev
     for (const auto& w : gm.constraints->unenforced()) events.warning(w);
   }
   RunOptions run = cmd.run;
+  run.output_policy.model_dir = cmd.model_dir;
+  run.output_policy.training_input = model->meta.input_file;
   const Config& c = model->config;
   GenerateOptions& g = run.gen;
   g.num_lines = cmd.num_lines.value_or(c.gen_lines);
