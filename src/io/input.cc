@@ -91,8 +91,8 @@ Result<int> OpenFifo(const std::string& path) {
     ::close(fd);
     return DS_ERR(kUnavailable,
                   "{}: a FIFO with no writer (waited {} s); start the program that writes it "
-                  "first, or pipe the data in with --input - (DATASYNTH_FIFO_WAIT_SECONDS sets "
-                  "the wait)",
+                  "first, or pipe the data in ('-' reads standard input); "
+                  "DATASYNTH_FIFO_WAIT_SECONDS sets the wait",
                   path, wait_s);
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
@@ -180,7 +180,11 @@ Status CheckTextSample(std::string_view s, const std::string& path) {
              cp == 0x7F)
       ++ctrl;
   }
-  if ((nul + ctrl + bad) * 10 < s.size()) return Status::Ok();
+  // Text has (almost) no control characters; Latin-1 or other legacy text is
+  // mostly ASCII. Random bytes: ~10% control characters, ~40% not UTF-8.
+  const bool controls = nul + ctrl >= 16 && (nul + ctrl) * 100 >= s.size();
+  const bool not_utf8 = bad >= 16 && bad * 10 >= s.size() * 3;
+  if (!controls && !not_utf8) return Status::Ok();
   return DS_ERR(kInvalidInput,
                 "{}: binary data, not text (of its first {} bytes, {} are NUL, {} other control "
                 "characters, {} not UTF-8); datasynth reads UTF-8 CSV or text lines (gzip is "
