@@ -133,7 +133,8 @@ Status CheckOutputTarget(const std::string& path, const OutputPolicy& policy) {
     }
   }
   struct stat st;
-  if (::lstat(path.c_str(), &st) == 0 && !policy.overwrite && !policy.resume) {
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) && !policy.overwrite &&
+      !policy.resume) {  // a directory: the sink's "give a file name"
     const bool interrupted = PathExists(ProgressPath(path));
     return DS_ERR(kAlreadyExists, "{}: already exists; pass --overwrite to replace it{}", path,
                   interrupted ? " (or --resume to continue the interrupted run it holds)" : "");

@@ -104,8 +104,9 @@ class InputStream {
 
 // kInvalidInput "<path>: binary data, not text (...)" when sample (the first bytes of
 // an input) holds at least 64 bytes and either 1% or more of them (and at least 16)
-// are NUL bytes or other control characters (not tab, LF, VT, FF, CR), or 30% or more
-// (and at least 16) are not UTF-8; also for a UTF-16 byte-order mark. Shorter or
+// are NUL bytes, or 30% or more (and at least 16) are not UTF-8; also for a UTF-16
+// byte-order mark. Other control characters do not count (\x01 delimits Hive
+// tables). Shorter or
 // cleaner samples pass: the record readers report the line and field of a stray bad
 // byte (Latin-1 text gets "invalid UTF-8 at byte N" there, not "binary").
 Status CheckTextSample(std::string_view sample, const std::string& path);
