@@ -12,7 +12,7 @@ $DS train --input examples/telco_churn_2k.csv --field-delimiter , --model-dir "$
   --tokenizer char --epochs ${EPOCHS:-30} --overwrite
 $DS info --model-dir "$OUT/model"
 if $DS generate --help >/dev/null 2>&1; then
-  $DS generate --model-dir "$OUT/model" --num-lines 1000 --output "$OUT/synthetic.csv" --seed 7
+  $DS generate --model-dir "$OUT/model" --num-lines 1000 --output "$OUT/synthetic.csv" --seed 7 --overwrite
   echo "--- first records of $OUT/synthetic.csv ---"
   head -n 6 "$OUT/synthetic.csv"
 fi
