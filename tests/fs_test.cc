@@ -324,6 +324,13 @@ TEST_F(FsTest, DirLockIsExclusiveAndCleansUp) {
   }
   // Released: the directory it created held nothing else, so it is gone.
   EXPECT_FALSE(PathExists(d));
+  {  // and so are the parents it created; RemoveDirOnRelease removes a filled one
+    auto a = DirLock::Acquire(dir_ + "/p/q/m", ".lock", "training into");
+    ASSERT_TRUE(a.ok());
+    ASSERT_TRUE(WriteFileAtomic(dir_ + "/p/q/m/partial.bin", "x").ok());
+    (*a)->RemoveDirOnRelease();
+  }
+  EXPECT_FALSE(PathExists(dir_ + "/p"));
   ASSERT_EQ(::mkdir(d.c_str(), 0755), 0);
   ASSERT_TRUE(WriteFileAtomic(d + "/model_params.json", "{}").ok());
   {

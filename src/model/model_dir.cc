@@ -110,8 +110,9 @@ bool LooksLikeModel(const std::string& dir) { return PathExists(dir + "/model_pa
 
 bool IsModelDirectory(const std::string& dir) {
   // tabular.json: the spec file of src/tabular (a tabular model is a directory of
-  // batch models described by it).
-  for (const char* f : {"model_params.json", "checkpoint.json", "tabular.json", kModelLockFile})
+  // batch models described by it). checkpoint.json alone is no sign (a common name);
+  // a training run writes model_params.json with its first checkpoint.
+  for (const char* f : {"model_params.json", "tabular.json", kModelLockFile})
     if (PathExists(dir + "/" + f)) return true;
   return false;
 }

@@ -79,8 +79,8 @@ FileIdentity FileIdentityFromJson(const nlohmann::json& j);
 bool LooksLikeModel(const std::string& dir);
 
 // True when dir holds a datasynth model or a run that writes one: model_params.json,
-// checkpoint.json (an interrupted training run), tabular.json (a tabular model) or the
-// training lock. Generate never writes inside such a directory.
+// tabular.json (a tabular model) or the training lock. Generate never writes inside
+// such a directory.
 bool IsModelDirectory(const std::string& dir);
 
 inline constexpr const char* kModelLockFile = ".datasynth.lock";

@@ -326,6 +326,10 @@ Result<std::unique_ptr<DirLock>> DirLock::Acquire(const std::string& dir, const 
   lock->path_ = dir + "/" + name;
   struct stat st;
   if (::lstat(dir.c_str(), &st) != 0) {
+    // Remember every directory mkdir -p creates, to remove them again if empty.
+    for (std::string d = dir; !d.empty() && d != "/" && d != "." && ::lstat(d.c_str(), &st) != 0;
+         d = DirName(d))
+      lock->made_.push_back(d);
     DS_RETURN_IF_ERROR(MakeDirs(dir));
     lock->created_ = true;
   } else if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -367,10 +371,9 @@ DirLock::~DirLock() {
   if (fd_ < 0) return;
   ::unlink(path_.c_str());  // before unlocking: a waiter re-checks the name (Acquire)
   ::close(fd_);
-  if (remove_tree_)
-    (void)RemoveTree(dir_);
-  else if (created_)
-    ::rmdir(dir_.c_str());  // only succeeds when nothing else is in it
+  if (remove_tree_) (void)RemoveTree(dir_);
+  for (const std::string& d : made_)        // leaf first; rmdir only removes empty ones
+    if (::rmdir(d.c_str()) != 0 && errno != ENOENT) break;
 }
 
 }  // namespace ds

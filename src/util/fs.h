@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "util/status.h"
 
@@ -126,7 +127,7 @@ Result<int> CreateExclusive(const std::string& path, int flags, mode_t mode = 06
 // created without following links, held until destruction:
 //   auto lock = DirLock::Acquire("out/model", ".datasynth.lock", "training");
 // Creates dir (mkdir -p) when missing; created() then says so and the destructor
-// removes dir again when only the lock file is left in it. Busy: kIo "out/model:
+// removes dir (and the parents it created) again when only the lock file is left. Busy: kIo "out/model:
 // another datasynth process is already training into this directory (...)". The lock
 // file is removed on release; Acquire checks after locking that the name still
 // names the locked file (a release between open and flock), and retries otherwise.
@@ -148,6 +149,7 @@ class DirLock {
   std::string dir_, path_;
   bool created_ = false;
   bool remove_tree_ = false;
+  std::vector<std::string> made_;  // directories Acquire created, the leaf first
 };
 
 }  // namespace ds
