@@ -453,6 +453,14 @@ DATASYNTH_FIFO_WAIT_SECONDS=1 expect_error fifo_without_writer 1 "fifo: a FIFO w
 [ $(( $(ms) - t0 )) -lt 10000 ] && pass "FIFO without a writer gave up after the wait" || fail "FIFO wait too long"
 [ -e "$TMP/m_fifo_nw" ] && fail "fifo_without_writer: left the model directory" || true
 
+# generate's start strings too.
+expect_error start_strings_device 2 "start strings: /dev/zero: is a character device" "$TMP/ss_dev.csv" -- \
+  generate --model-dir "$M" --start-strings /dev/zero --output "$TMP/ss_dev.csv"
+out=$(timeout -k 5 60 "$DS" generate --model-dir "$M" --start-strings <(printf 'n1,\nn2,\n') --seed 1 \
+  --parallelism 1 2>&1 >"$TMP/ss_pipe.csv")
+[ $? -eq 0 ] && [ "$(wc -l < "$TMP/ss_pipe.csv")" -eq 3 ] && pass "start strings from <(...)" ||
+  fail "start strings from <(...): $out"
+
 # evaluate reads its tables through the same reader.
 gen --output "$TMP/eval_syn.csv" >/dev/null 2>&1
 expect_error evaluate_device 2 "/dev/zero: is a character device" "" -- \

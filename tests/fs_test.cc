@@ -184,6 +184,7 @@ TEST_F(FsTest, AtomicFileWriterWithoutCommitLeavesNothing) {
 }
 
 TEST_F(FsTest, ReadFileErrors) {
+  EXPECT_EQ(ReadFile("/dev/zero").status().code(), Code::kInvalidInput);  // at once
   const std::string p = dir_ + "/f.txt";
   ASSERT_TRUE(WriteFileAtomic(p, "0123456789").ok());
   EXPECT_EQ(ReadFile(p, 10).value(), "0123456789");

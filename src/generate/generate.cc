@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "backend/backend.h"
+#include "io/line_reader.h"
 #ifdef DS_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif
@@ -88,15 +89,17 @@ Result<InferDevice> ResolveInferDevice(const std::string& device, const std::str
 }
 
 Result<std::vector<std::string>> ReadStartStrings(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return DS_ERR(kNotFound, "{}: cannot open the start strings file", path);
+  // The inputs' line reader (io/line_reader.h): CRLF, BOM, gzip, pipes and <(...);
+  // devices and binary data refused at once, invalid UTF-8 named by line.
+  Result<std::unique_ptr<LineReader>> in = LineReader::Open(path);
+  if (!in.ok()) return in.status().WithContext("start strings");
   std::vector<std::string> out;
   std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  for (;;) {
+    DS_ASSIGN_OR_RETURN(bool more, (*in)->Next(&line));
+    if (!more) break;
     out.push_back(line);
   }
-  if (in.bad()) return DS_ERR(kIo, "{}: read failed", path);
   if (out.empty()) return DS_ERR(kInvalidInput, "{}: no start strings", path);
   return out;
 }

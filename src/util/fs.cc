@@ -199,6 +199,8 @@ Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
     return DS_ERR(kIo, "{}: cannot stat: {}", path, ErrnoStr(err));
   }
   if (S_ISDIR(st.st_mode)) return DS_ERR(kIo, "{}: is a directory, not a file", path);
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))  // /dev/zero would fill max_bytes first
+    return DS_ERR(kInvalidInput, "{}: is a device, not a file", path);
   std::string out;
   if (S_ISREG(st.st_mode)) {
     if (static_cast<uint64_t>(st.st_size) > max_bytes) {

@@ -71,7 +71,8 @@ class AtomicFileWriter {
 };
 
 // Reads the whole file (raw bytes, no decompression). Errors: kNotFound (missing),
-// kInvalidInput (larger than max_bytes), kIo (anything else, with strerror).
+// kInvalidInput (larger than max_bytes, or a character or block device such as
+// /dev/zero), kIo (anything else, with strerror).
 Result<std::string> ReadFile(const std::string& path, size_t max_bytes = size_t{1} << 30);
 
 // True if path names an existing file, directory or other object (follows symlinks).
