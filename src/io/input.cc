@@ -53,8 +53,9 @@ std::string TempDirName() {
 // An unlinked temporary file: O_TMPFILE, else mkstemp + unlink.
 Result<int> AnonymousTempFile(const std::string& display) {
   const std::string dir = TempDirName();
+  int fd = -1;
 #ifdef O_TMPFILE
-  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (fd >= 0) return fd;
 #endif
   std::string templ = dir + "/.datasynth-input.XXXXXX";
