@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU check: ONE script to run on a machine with an NVIDIA GPU (CUDA 13,
 # CMake, ninja, a C++ compiler, optionally PyTorch with CUDA). It configures a
-# CUDA build, runs the GPU tests (allocator_test, cuda_backend_test) and the
+# CUDA build, runs the GPU tests (allocator_test, backend_test) and the
 # GPU benchmark (bench/gpu_bench.cc, plus PyTorch's cuDNN LSTM measured in the
 # same run), and writes everything to $OUT (default out/gpu_check). It never
 # installs anything and needs no network. Budget: under 8 minutes.
@@ -177,7 +177,7 @@ if ! timeout 120 cmake -S . -B "$BUILD_DIR" "$GEN" -DCMAKE_BUILD_TYPE=Release -D
   tail -25 "$OUT/build.log" | tee -a "$SUMMARY"
   finish 3
 fi
-TARGETS=(allocator_test cuda_backend_test gpu_bench datasynth)
+TARGETS=(allocator_test backend_test gpu_bench datasynth)
 if ! timeout 300 cmake --build "$BUILD_DIR" -j"$JOBS" --target "${TARGETS[@]}" >> "$OUT/build.log" 2>&1; then
   note "build FAILED (errors from $OUT/build.log):"
   grep -E "error|undefined reference" "$OUT/build.log" | head -25 | tee -a "$SUMMARY"
@@ -186,7 +186,7 @@ fi
 note "build: ok ($(( $(date +%s) - T0 ))s elapsed)"
 
 # ---- 4. tests ------------------------------------------------------------------
-for t in allocator_test cuda_backend_test; do
+for t in allocator_test backend_test; do
   step "test $t"
   timeout 180 "$BUILD_DIR/$t" --gtest_output="xml:$OUT/$t.xml" > "$OUT/$t.txt" 2>&1
   rc=$?

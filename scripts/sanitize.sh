@@ -37,7 +37,7 @@ build() {  # build DIR TARGETS...: a build failure ends the job
 # child: ASan's allocator (redzones, quarantine) and its shadow mappings change both,
 # so it runs in the normal build only.
 UNIT_TESTS=$(cd tests && ls *_test.cc | sed 's/\.cc$//' |
-  grep -v -E '^(cuda_backend_test|torch_crosscheck_test|memory_estimate_test)$')
+  grep -v -E '^(torch_crosscheck_test|memory_estimate_test)$')
 TSAN_TESTS="lstm_grad_test workers_test generate_test generate_e2e_test"
 
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1

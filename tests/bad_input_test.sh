@@ -14,7 +14,8 @@ ROOT=$2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 fails=0; passes=0
-CASE_TIMEOUT=${CASE_TIMEOUT:-120}  # every case runs under timeout: a hang fails, never blocks
+CASE_TIMEOUT=${CASE_TIMEOUT:-120}  # every case runs under timeout: a hang is a failure
+dst() { timeout "$CASE_TIMEOUT" "$DS" "$@"; }  # the CLI under the case timeout
 pass() { echo "ok: $1"; passes=$((passes + 1)); }
 fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
 
@@ -32,7 +33,7 @@ expect_error() {
   local out rc
   out=$(timeout -k 5 "$CASE_TIMEOUT" "$DS" "$@" 2>&1 >/dev/null)
   rc=$?
-  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then fail "$name: hung (killed after ${CASE_TIMEOUT}s)"; return; fi
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then fail "$name: no answer within ${CASE_TIMEOUT}s (hang)"; return; fi
   if [ $rc -eq 0 ]; then fail "$name: exit 0"; return; fi
   if [ "$want_rc" != any ] && [ $rc -ne "$want_rc" ]; then fail "$name: exit $rc, want $want_rc: $out"; return; fi
   if ! grep -qF -- "$want" <<<"$out"; then fail "$name: message '$out' lacks '$want'"; return; fi
@@ -182,13 +183,13 @@ cfg_error unknown_key "unknown_key.json: unknown config key 'epoch'" '{"epoch": 
 cfg_error negative_size "config key 'batch_size': value -8 out of range [1, 65536]" '{"batch_size": -8}'
 cfg_error negative_epochs "config key 'epochs': value -1 out of range" '{"epochs": -1}'
 cfg_error absurd_units "config key 'rnn_units': value 100000000 out of range [1, 65536]" '{"rnn_units": 100000000}'
-cfg_error absurd_int "config key 'epochs': expected an integer in range, got 1e+20" '{"epochs": 1e20}'
+cfg_error absurd_int "config key 'epochs': value 1e+20 out of range [1, 1000000]" '{"epochs": 1e20}'
 cfg_error absurd_seq "config key 'seq_length': value 1000000 out of range" '{"seq_length": 1000000}'
 cfg_error bad_enum "config key 'optimizer': 'sgd' is not one of: rmsprop, adam" '{"optimizer": "sgd"}'
 cfg_error not_json "not_json.json: not valid JSON" '{"epochs": 1,'
 cfg_error not_object "not_object.json: expected a JSON object of config keys" '[1, 2]'
 printf '{"field_delimiter": ";;"}' > "$TMP/bad_delim.json"
-expect_error config_bad_delimiter 2 "config key 'field_delimiter': ';;' must be one character" "$TMP/m_cfgdelim" -- \
+expect_error config_bad_delimiter 2 "config key 'field_delimiter': invalid delimiter ';;': expected one character" "$TMP/m_cfgdelim" -- \
   train --input "$TMP/good.csv" --model-dir "$TMP/m_cfgdelim" --config "$TMP/bad_delim.json"
 expect_error config_missing 2 "nope.json: cannot open config file" "$TMP/m_cfgmiss" -- \
   train --input "$TMP/good.csv" "${CSV[@]}" --model-dir "$TMP/m_cfgmiss" --config "$TMP/nope.json"
@@ -345,7 +346,7 @@ expect_error model_dir_as_input 1 "model: is a directory, not a file" "$TMP/m_di
   train --input "$M" "${CSV[@]}" --model-dir "$TMP/m_dirin" "${SMALL[@]}"
 model_error file_as_model_dir "not a trained model" "$TMP/good.csv"
 
-# ============ output safety (issue #13 item 3): nothing replaced, nothing followed ============
+# ============ output safety (issue #13 item 3): nothing replaced, nothing followed =====
 T=(timeout -k 5 60)
 gen() { "${T[@]}" "$DS" generate --model-dir "$M" --num-lines 3 --seed 1 --parallelism 1 "$@"; }
 sum() { md5sum "$1" | cut -d' ' -f1; }
@@ -474,6 +475,145 @@ DATASYNTH_FIFO_WAIT_SECONDS=1 expect_error evaluate_fifo_without_writer 1 "a FIF
 out=$(cat "$TMP/eval_syn.csv" | timeout -k 5 60 "$DS" evaluate --real <(cat "$TMP/good.csv") --synthetic - 2>&1)
 [ $? -eq 0 ] && grep -q "60 real / 3 synthetic rows" <<<"$out" && pass "evaluate reads <(...) and stdin" ||
   fail "evaluate with streams: $out"
+# ============================ flag and config ranges (#13 item 5) ============================
+# Every value is range-checked when parsed, naming the flag or key and the range: no
+# silent default (negative --num-lines gave 1000 records), no clamp (2^66 records), no
+# wrap-around (--seed -1 gave 2^64-1).
+gen_error() {  # gen_error NAME SUBSTRING ARGS...: generate from the base model must refuse
+  local name=$1 want=$2
+  shift 2
+  expect_error "$name" 2 "$want" "$TMP/out_$name.csv" -- generate --model-dir "$M" \
+    --output "$TMP/out_$name.csv" "$@"
+}
+gen_error num_lines_negative "--num-lines: config key 'gen_lines': value -5 out of range [0, 1000000000000]" --num-lines -5
+gen_error num_lines_past_int64 "value 99999999999999999999 out of range [0, 1000000000000]" --num-lines 99999999999999999999
+gen_error gen_temp_negative "config key 'gen_temp': value -1 out of range [1e-06, 1000]" --num-lines 3 --gen-temp -1
+gen_error gen_temp_nan "config key 'gen_temp': 'nan' is not a finite number" --num-lines 3 --gen-temp nan
+gen_error gen_temp_inf "config key 'gen_temp': 'inf' is not a finite number" --num-lines 3 --gen-temp inf
+gen_error predict_batch_size_zero "config key 'predict_batch_size': value 0 out of range [1, 65536]" --num-lines 3 --predict-batch-size 0
+gen_error max_invalid_negative "config key 'max_invalid': value -1 out of range [0, " --num-lines 3 --max-invalid -1
+gen_error gen_chars_negative "config key 'gen_chars': value -1 out of range [0, " --num-lines 3 --gen-chars -1
+gen_error generate_seed_negative "config key 'seed': value -1 out of range [0, 9223372036854775807]" --num-lines 3 --seed -1
+gen_error parallelism_nan "--parallelism nan: expected a finite number" --num-lines 3 --parallelism nan
+gen_error checkpoint_interval_nan "--checkpoint-interval nan" --num-lines 3 --checkpoint-interval nan
+expect_error synthesize_num_lines_negative 2 "config key 'gen_lines': value -1 out of range" "$TMP/out_syn.csv" -- \
+  synthesize --input "$TMP/good.csv" --output "$TMP/out_syn.csv" "${SMALL[@]}" --num-lines -1
+expect_error train_seed_past_int64 2 "config key 'seed': value 18446744073709551615 out of range [0, 9223372036854775807]" \
+  "$TMP/m_seedbig" -- train --input "$TMP/good.csv" --model-dir "$TMP/m_seedbig" "${NET[@]}" --seed 18446744073709551615
+expect_error train_int_wraps 2 "config key 'buffer_size': value 4294967297 out of range [1, 1000000000]" "$TMP/m_wrap" -- \
+  train --input "$TMP/good.csv" --model-dir "$TMP/m_wrap" "${SMALL[@]}" --buffer-size 4294967297
+expect_error train_gpu_memory_limit 2 "config key 'gpu_memory_limit': memory limit 'lots'" "$TMP/m_gml" -- \
+  train --input "$TMP/good.csv" --model-dir "$TMP/m_gml" "${SMALL[@]}" --gpu-memory-limit lots
+expect_error train_delimiter_newline 2 "config key 'field_delimiter'" "$TMP/m_dnl" -- \
+  train --input "$TMP/good.csv" --model-dir "$TMP/m_dnl" "${SMALL[@]}" --field-delimiter "$(printf 'a\nb')"
+cfg_error seed_past_int64 "config key 'seed': value 18446744073709551615 out of range" '{"seed": 18446744073709551615}'
+cfg_error delimiter_quote "config key 'field_delimiter': invalid CSV delimiter byte 0x22" '{"field_delimiter": "\""}'
+cfg_error delimiter_multibyte "config key 'field_delimiter'" '{"field_delimiter": "é"}'
+
+# Model metadata is checked as strictly as training input; info runs generate's checks.
+for bad in newline quote cr multibyte; do
+  d=$(variant "delim_$bad")
+  edit_params "$d" "v = {'newline': '\n', 'quote': '\"', 'cr': '\r', 'multibyte': '\u00e9'}['$bad']; p['datasynth']['delimiter'] = v; p['field_delimiter'] = v"
+  model_error "params_delimiter_$bad" "model_params.json: key 'datasynth.delimiter'" "$d"
+done
+d=$(variant cfg_delim_nl); edit_params "$d" 'p["field_delimiter"] = "\n"'
+model_error params_field_delimiter_newline "model_params.json: config key 'field_delimiter'" "$d"
+d=$(variant delim_mismatch); edit_params "$d" 'p["field_delimiter"] = ";"'
+model_error params_delimiters_disagree "config key 'field_delimiter' (\";\") disagrees with key 'datasynth.delimiter'" "$d"
+d=$(variant header_dup); edit_params "$d" 'p["datasynth"]["header"] = ["name", "name", "city"]'
+model_error params_header_duplicate "key 'datasynth.header': duplicate column name 'name'" "$d"
+d=$(variant best_epoch); edit_params "$d" 'p["datasynth"]["best_epoch"] = 99'
+model_error params_best_epoch "key 'datasynth.best_epoch': 99 is not in [0, epochs_run 1]" "$d"
+d=$(variant rules_format); printf '{"columns": []}' > "$d/column_rules.json"
+model_error column_rules_not_rules "column_rules.json: not a datasynth column rules file" "$d"
+
+# info on a tabular model: the same checks as generate (every batch), then a summary.
+TAB=$TMP/model_tab
+dst train --tabular --input "$TMP/good.csv" --model-dir "$TAB" "${SMALL[@]}" --tabular-batch-size 2 \
+  2>/dev/null || fail "training the tabular model failed"
+if out=$(dst info --model-dir "$TAB" 2>&1) && grep -q "tabular, 2 batch models" <<<"$out" &&
+   grep -q "^batch_1: " <<<"$out" && dst info --model-dir "$TAB" --json | python3 -c \
+   'import json,sys; j=json.load(sys.stdin); assert len(j["batches"]) == 2 and j["tabular"]["rows"] == 60'; then
+  pass "info on a tabular model: 2 batch models, --json holds tabular.json and both batches"
+else
+  fail "info on a tabular model: $out"
+fi
+rm -rf "$TMP/v_tab"; cp -r "$TAB" "$TMP/v_tab"; printf '{"columns": []}' > "$TMP/v_tab/batch_1/column_rules.json"
+model_error tabular_batch_corrupt "batch_1/column_rules.json: not a datasynth column rules file" "$TMP/v_tab"
+
+# ============================ new-user CLI (#13 item 7) ============================
+# Booleans: --x, --x true/false, --x=false; a following non-boolean word is not swallowed.
+base_dir() { python3 -c "import json,sys; p=json.load(open(sys.argv[1]+'/model_params.json')); print(p['early_stopping'], p['validation_split'], p['datasynth']['header'])" "$1"; }
+if dst train --input "$TMP/good.csv" --model-dir "$TMP/m_bool1" "${SMALL[@]}" --early-stopping false \
+     --validation-split no 2>"$TMP/bool1.log" && [ "$(base_dir "$TMP/m_bool1")" = "False False ['name', 'age', 'city']" ] &&
+   dst train --input "$TMP/good.csv" --model-dir "$TMP/m_bool2" "${SMALL[@]}" --early-stopping=false \
+     --validation-split 2>"$TMP/bool2.log" && [ "$(base_dir "$TMP/m_bool2")" = "False True ['name', 'age', 'city']" ]; then
+  pass "booleans: --early-stopping false / --validation-split no / --x=false / bare --x"
+else
+  fail "booleans: $(tail -n 2 "$TMP/bool1.log" "$TMP/bool2.log")"
+fi
+if dst info --json "$M" | python3 -c 'import json,sys; json.load(sys.stdin)' 2>/dev/null; then
+  pass "booleans: 'info --json DIR' keeps DIR as the model directory"
+else
+  fail "booleans: 'info --json DIR' swallowed DIR"
+fi
+expect_error bool_not_a_boolean 2 "--early-stopping: 'maybe' is not a boolean" "$TMP/m_boolx" -- \
+  train --input "$TMP/good.csv" --model-dir "$TMP/m_boolx" "${SMALL[@]}" --early-stopping=maybe
+
+# CLI11's own errors: the datasynth: error: prefix and exit 2; --help still prints normally.
+expect_error cli11_twice 2 "datasynth: error: --model-dir: At Most 1 required but received 2" "" -- \
+  info --model-dir "$M" --model-dir "$M"
+expect_error cli11_required 2 "datasynth: error: --model-dir is required" "" -- generate --num-lines 3
+expect_error cli11_unexpected 2 "datasynth: error: The following argument was not expected: --bogus" "" -- \
+  info --model-dir "$M" --bogus
+expect_error cli_unknown_command 2 "datasynth: error: unknown command 'frob' (commands: train, info" "" -- frob --model-dir "$M"
+if out=$(dst train --help 2>&1) && grep -q "^Usage: " <<<"$out" && ! grep -q "error" <<<"$out" &&
+   grep -q -- "--epochs INT .*range \[1, 1000000\] \[default: 100\]" <<<"$out"; then
+  pass "train --help: usage with ranges and defaults, exit 0"
+else
+  fail "train --help: $out"
+fi
+
+# The CUDA fallback warning: only when a device was asked for, or with --verbose.
+dst generate --model-dir "$M" --num-lines 3 --output "$TMP/cuda0.csv" --seed 1 2>"$TMP/cuda0.log"
+dst train --input "$TMP/good.csv" --model-dir "$TMP/m_cuda0" "${SMALL[@]}" 2>"$TMP/cuda1.log"
+if grep -q "no usable GPU" "$TMP/cuda0.log" "$TMP/cuda1.log"; then
+  fail "CUDA warning printed though no device was asked for: $(grep -h "no usable GPU" "$TMP/cuda0.log" "$TMP/cuda1.log" | head -1)"
+else
+  pass "no CUDA warning on a run that did not ask for a device"
+fi
+if ! dst generate --model-dir "$M" --num-lines 3 --output - --device cuda >/dev/null 2>&1; then
+  # No usable GPU here: asking for auto (or --verbose) reports the fallback.
+  dst generate --model-dir "$M" --num-lines 3 --output - --device auto 2>"$TMP/cuda2.log" >/dev/null
+  dst --verbose generate --model-dir "$M" --num-lines 3 --output - 2>"$TMP/cuda3.log" >/dev/null
+  if grep -q "no usable GPU" "$TMP/cuda2.log" && grep -q "no usable GPU" "$TMP/cuda3.log"; then
+    pass "CUDA fallback reported with --device auto and with --verbose"
+  else
+    fail "CUDA fallback not reported with --device auto / --verbose"
+  fi
+fi
+
+# The progress line names the real worker count (it said "0 workers").
+dst generate --model-dir "$M" --num-lines 6 --parallelism 2 --output "$TMP/workers.csv" --seed 1 2>"$TMP/workers.log"
+if grep -q "6/6 records.*  2 workers  ETA" "$TMP/workers.log" && ! grep -q " 0 workers" "$TMP/workers.log"; then
+  pass "progress line: 2 workers"
+else
+  fail "progress line: $(grep records "$TMP/workers.log" | tail -1)"
+fi
+
+# A .csv input without --field-delimiter is a table (with a note); '' trains text lines.
+sed 's/,/\t/g' "$TMP/good.csv" > "$TMP/good.tsv"
+if dst train --input "$TMP/good.csv" --model-dir "$TMP/m_csvdef" "${SMALL[@]}" 2>"$TMP/csvdef.log" &&
+   grep -q "note: .*good.csv: read as a table with delimiter ','" "$TMP/csvdef.log" &&
+   [ "$(base_dir "$TMP/m_csvdef" | cut -d' ' -f3-)" = "['name', 'age', 'city']" ] &&
+   dst train --input "$TMP/good.tsv" --model-dir "$TMP/m_tsvdef" "${SMALL[@]}" 2>/dev/null &&
+   [ "$(base_dir "$TMP/m_tsvdef" | cut -d' ' -f3-)" = "['name', 'age', 'city']" ] &&
+   dst train --input "$TMP/good.csv" --model-dir "$TMP/m_csvtext" "${SMALL[@]}" --field-delimiter '' 2>"$TMP/csvtext.log" &&
+   [ "$(base_dir "$TMP/m_csvtext" | cut -d' ' -f3-)" = "[]" ] && ! grep -q "note:" "$TMP/csvtext.log"; then
+  pass ".csv / .tsv default to ',' / tab with a note; --field-delimiter '' trains text lines"
+else
+  fail ".csv default delimiter: $(tail -2 "$TMP/csvdef.log")"
+fi
 
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

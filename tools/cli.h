@@ -20,11 +20,17 @@ int Fail(const Status& s);
 extern bool g_verbose;
 
 // Adds one --flag per config key of the given groups (dashes for
-// underscores; the key itself is accepted too: --batch_size), with the
-// default shown in --help. Values are collected into `values`.
+// underscores; the key itself is accepted too: --batch_size), with the valid
+// range and the default shown in --help (both from the key table). The value
+// is parsed and range-checked by Config::Set when applied: a flag and the same
+// key in a JSON config give the same errors.
 class ConfigFlags {
  public:
   void Add(CLI::App* app, std::initializer_list<Config::Group> groups);
+  // One key's flag with `extra_names` before the default ones ("--num-lines,-n")
+  // and `default_text` replacing the table's default in --help ("the model's").
+  CLI::Option* AddKey(CLI::App* app, const std::string& key, const std::string& extra_names = "",
+                      const std::string& default_text = "", const std::string& help = "");
   // Applies flags given on the command line on top of `config` (flags win).
   Status Apply(Config* config) const;
 
@@ -37,6 +43,27 @@ class ConfigFlags {
   };
   std::vector<std::unique_ptr<Entry>> entries_;
 };
+
+// Boolean flags take `--x`, `--x=VALUE` and `--x VALUE`, VALUE one of
+// true/false/yes/no/on/off/1/0 (any case). CLI11 itself takes only the first
+// two: this rewrites `--x VALUE` to `--x=VALUE` for the flags of `app` and of
+// the subcommand named in `args` (a following token that is not such a word
+// stays an argument of its own), and refuses `--x=maybe` naming the flag.
+// `args` excludes the program name.
+Result<std::vector<std::string>> NormalizeBoolFlags(const CLI::App& app,
+                                                    std::vector<std::string> args);
+
+// A .csv / .csv.gz input without an explicit field_delimiter is read as CSV
+// with ',' (.tsv / .tsv.gz: tab); returns the note saying so ("" when the
+// delimiter was given, or the name says nothing). An explicit empty
+// delimiter (--field-delimiter '') trains on text lines; `tables_only`
+// (tabular mode) leaves that hint out of the note.
+std::string DefaultDelimiterFromName(const std::string& input, Config* config,
+                                     bool tables_only = false);
+
+// Whether a device fallback ("no usable GPU; running on the CPU") is worth
+// a line: the device was asked for (--device given) or --verbose.
+void ReportDeviceFallback(bool device_given);
 
 // Progress line on stderr: redrawn in place on a terminal (at most 10 times a
 // second), a plain line every `plain_interval` seconds otherwise.

@@ -1,9 +1,14 @@
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <stdexcept>
 
 #include "cli.h"
+
+#include "backend/device.h"
 
 namespace ds::cli {
 
@@ -27,32 +32,82 @@ int Fail(const Status& s) {
   return ExitCodeFor(s);
 }
 
+namespace {
+
+const char* GroupName(Config::Group g) {
+  switch (g) {
+    case Config::Group::kTraining: return "Training";
+    case Config::Group::kTokenizer: return "Tokenizer";
+    case Config::Group::kPrivacy: return "Privacy";
+    case Config::Group::kGeneration: return "Generation";
+  }
+  return "";
+}
+
+// "--batch-size,--batch_size" for batch_size.
+std::string FlagNames(const std::string& key) {
+  std::string dashed = key;
+  for (auto& c : dashed)
+    if (c == '_') c = '-';
+  std::string names = "--" + dashed;
+  if (dashed != key) names += ",--" + key;
+  return names;
+}
+
+std::string Lower(std::string s) {
+  for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// "true" / "false" for a boolean word, "" otherwise.
+std::string BoolWord(const std::string& v) {
+  const std::string l = Lower(v);
+  if (l == "true" || l == "yes" || l == "on" || l == "1") return "true";
+  if (l == "false" || l == "no" || l == "off" || l == "0") return "false";
+  return "";
+}
+
+// The flag (an option taking no value) of `app` that `name` ("--x", "-v") names.
+const CLI::Option* FindFlag(const CLI::App& app, const std::string& name) {
+  for (const CLI::Option* o : app.get_options())
+    if (o->get_items_expected_max() == 0 && o->check_name(name)) return o;
+  return nullptr;
+}
+
+}  // namespace
+
+CLI::Option* ConfigFlags::AddKey(CLI::App* app, const std::string& key, const std::string& extra_names,
+                                 const std::string& default_text, const std::string& help) {
+  const Config::Key* k = Config::Find(key);
+  if (k == nullptr) throw std::logic_error("ConfigFlags: unknown key " + key);
+  auto e = std::make_unique<Entry>();
+  e->key = k;
+  std::string names = FlagNames(k->name);
+  if (!extra_names.empty()) names = extra_names + "," + names;
+  std::string def = default_text;
+  if (def.empty()) def = Config().ValueString(*k);
+  if (def.empty()) def = "\"\"";
+  std::string text = help.empty() ? k->help : help;
+  const std::string range = k->RangeText();
+  if (!range.empty()) text += (k->choices.empty() ? ", range " : ": ") + range;
+  text += " [default: " + def + "]";
+  if (k->type == Config::Type::kBool) {
+    e->opt = app->add_flag(names, e->flag_value, text)->group(GroupName(k->group));
+  } else {
+    e->opt = app->add_option(names, e->text, text)
+                 ->group(GroupName(k->group))
+                 ->type_name(k->is_integer() ? "INT" : k->type == Config::Type::kDouble ? "FLOAT" : "TEXT");
+  }
+  CLI::Option* opt = e->opt;
+  entries_.push_back(std::move(e));
+  return opt;
+}
+
 void ConfigFlags::Add(CLI::App* app, std::initializer_list<Config::Group> groups) {
-  Config defaults;
   for (const auto& k : Config::Keys()) {
     bool want = false;
     for (auto g : groups) want |= (k.group == g);
-    if (!want) continue;
-    auto e = std::make_unique<Entry>();
-    e->key = &k;
-    std::string dashed = k.name;
-    for (auto& c : dashed)
-      if (c == '_') c = '-';
-    std::string names = "--" + dashed;
-    if (dashed != k.name) names += ",--" + k.name;
-    const char* group = k.group == Config::Group::kTraining     ? "Training"
-                        : k.group == Config::Group::kTokenizer  ? "Tokenizer"
-                        : k.group == Config::Group::kPrivacy    ? "Privacy"
-                                                                : "Generation";
-    std::string def = defaults.ValueString(k);
-    if (def.empty()) def = "\"\"";
-    std::string help = k.help + " [default: " + def + "]";
-    if (k.type == Config::Type::kBool) {
-      e->opt = app->add_flag(names, e->flag_value, help)->group(group);
-    } else {
-      e->opt = app->add_option(names, e->text, help)->group(group);
-    }
-    entries_.push_back(std::move(e));
+    if (want) AddKey(app, k.name);
   }
 }
 
@@ -60,10 +115,74 @@ Status ConfigFlags::Apply(Config* config) const {
   for (const auto& e : entries_) {
     if (e->opt->count() == 0) continue;
     std::string v = e->key->type == Config::Type::kBool ? (e->flag_value ? "true" : "false") : e->text;
-    DS_RETURN_IF_ERROR(config->Set(e->key->name, v));
+    // "--num-lines: config key 'gen_lines': value -5 out of range [0, ...]"
+    if (Status s = config->Set(e->key->name, v); !s.ok())
+      return s.WithContext(e->opt->get_name(/*positional=*/false, /*all_options=*/false));
   }
   return Status::Ok();
 }
+
+Result<std::vector<std::string>> NormalizeBoolFlags(const CLI::App& app,
+                                                    std::vector<std::string> args) {
+  std::vector<std::string> out;
+  const CLI::App* scope = &app;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {  // everything after it is positional
+      out.insert(out.end(), args.begin() + long(i), args.end());
+      break;
+    }
+    if (scope == &app && !a.empty() && a[0] != '-') {
+      for (const CLI::App* sub : app.get_subcommands({}))
+        if (sub->check_name(a)) scope = sub;
+      out.push_back(a);
+      continue;
+    }
+    if (a.size() < 2 || a[0] != '-') {
+      out.push_back(a);
+      continue;
+    }
+    const size_t eq = a.find('=');
+    const std::string name = a.substr(0, eq);
+    const CLI::Option* flag = FindFlag(*scope, name);
+    if (flag == nullptr) {
+      out.push_back(a);
+      continue;
+    }
+    if (eq != std::string::npos) {
+      const std::string v = BoolWord(a.substr(eq + 1));
+      if (v.empty())
+        return DS_ERR(kInvalidArgument, "{}: '{}' is not a boolean (true/false, yes/no, on/off, 1/0)",
+                      name, a.substr(eq + 1));
+      out.push_back(name + "=" + v);
+    } else if (i + 1 < args.size() && !BoolWord(args[i + 1]).empty()) {
+      out.push_back(name + "=" + BoolWord(args[++i]));
+    } else {
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+
+std::string DefaultDelimiterFromName(const std::string& input, Config* config, bool tables_only) {
+  if (config->IsExplicit("field_delimiter") || input.empty()) return "";
+  std::string name = Lower(input);
+  if (name.size() > 3 && name.compare(name.size() - 3, 3, ".gz") == 0)
+    name.resize(name.size() - 3);
+  auto ends = [&](const char* ext) {
+    const size_t n = std::strlen(ext);
+    return name.size() > n && name.compare(name.size() - n, n, ext) == 0;
+  };
+  const char* d = ends(".csv") ? "," : ends(".tsv") ? "tab" : nullptr;
+  if (d == nullptr) return "";
+  if (!config->Set("field_delimiter", d).ok()) return "";
+  return fmt::format("note: {}: read as a table with delimiter {} (from the file name); give "
+                     "--field-delimiter to choose another{}",
+                     input, d[0] == ',' ? "','" : "tab",
+                     tables_only ? "" : ", or --field-delimiter '' to train on plain text lines");
+}
+
+void ReportDeviceFallback(bool device_given) { SetDeviceFallbackWarnings(device_given || g_verbose); }
 
 namespace {
 double Now() {

@@ -35,6 +35,25 @@ Status TabularFlags::Apply(TabularConfig* t) const {
   return t->Validate();
 }
 
+namespace {
+std::string ShellQuote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                        "0123456789_./-+=:,@") == std::string::npos)
+    return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+}  // namespace
+
+int ReportInterrupted(const Status& s, const std::string& model_dir, bool tabular) {
+  std::fprintf(stderr, "datasynth: %s\n", s.message().c_str());
+  if (s.message().find("continue with --resume") != std::string::npos)
+    std::fprintf(stderr, "  to continue: datasynth train%s --resume --model-dir %s\n",
+                 tabular ? " --tabular" : "", ShellQuote(model_dir).c_str());
+  return ExitCodeFor(s);
+}
+
 void SeedFlags::Add(CLI::App* cmd) {
   cmd->add_option("--seed-field", seed_field,
                   "column=value for every row (repeatable; tabular models)")->group("Seeding");

@@ -19,6 +19,12 @@ struct SeedFlags {
   void Add(CLI::App* cmd);
 };
 
+// An interrupted training run (SIGINT / SIGTERM, Code::kCancelled): prints the
+// library's message and, when something was saved, the command that
+// continues it ("datasynth train [--tabular] --resume --model-dir DIR").
+// Returns 130.
+int ReportInterrupted(const Status& s, const std::string& model_dir, bool tabular);
+
 // Terminal output for tabular runs.
 class TabularCliObserver : public TabularObserver {
  public:
@@ -31,6 +37,7 @@ class TabularCliObserver : public TabularObserver {
   void OnBatchTrained(const BatchTrainResult& r) override;
   void OnGenerateProgress(int batch, int batches, const GenerateProgress& p) override;
   void OnBatchGenerated(int batch, const GenerateSummary& s) override;
+  void Finish() { line_.Finish(); }  // ends an open progress line
 
  private:
   ProgressLine line_{5.0};

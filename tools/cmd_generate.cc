@@ -11,10 +11,8 @@ namespace {
 struct GenArgs {
   std::string model_dir, output, format, start_string, start_strings, constrain = "auto";
   std::string device = "auto", gpu_memory = "grow", gpu_memory_limit;
-  int64_t num_lines = -1, gen_chars = -1, max_invalid = -1;
-  double gen_temp = -1, parallelism = 0;
-  int predict_batch_size = -1;
-  uint64_t seed = 0;
+  double parallelism = 0;
+  ConfigFlags gen;  // --num-lines, --gen-temp, ..., --seed: ranges from the config key table
   SeedFlags seeds;
   bool resume = false, overwrite = false;
   double checkpoint_interval = 1.0;
@@ -22,7 +20,37 @@ struct GenArgs {
        no_empty = false;
 };
 
-int RunTabularGenerate(const GenArgs& a) {
+// The generation settings given on the command line (the rest come from the model).
+struct GenOverrides {
+  std::optional<int64_t> num_lines, gen_chars, max_invalid;
+  std::optional<double> gen_temp;
+  std::optional<int> predict_batch_size;
+  uint64_t seed = 0;
+};
+
+Status ReadOverrides(const GenArgs& a, GenOverrides* o) {
+  Config c;
+  DS_RETURN_IF_ERROR(a.gen.Apply(&c));
+  if (c.IsExplicit("gen_lines")) o->num_lines = c.gen_lines;
+  if (c.IsExplicit("gen_chars")) o->gen_chars = c.gen_chars;
+  if (c.IsExplicit("max_invalid")) o->max_invalid = c.max_invalid;
+  if (c.IsExplicit("gen_temp")) o->gen_temp = c.gen_temp;
+  if (c.IsExplicit("predict_batch_size")) o->predict_batch_size = c.predict_batch_size;
+  o->seed = uint64_t(c.seed);
+  if (!std::isfinite(a.parallelism))
+    return DS_ERR(kInvalidArgument, "--parallelism {}: expected a finite number", a.parallelism);
+  // The key table's rule for the limit, also when --device cpu never reads it
+  // (--gpu-memory and --device are checked by ResolveInferDevice).
+  if (!a.gpu_memory_limit.empty())
+    if (Status s = c.Set("gpu_memory_limit", a.gpu_memory_limit); !s.ok())
+      return s.WithContext("--gpu-memory-limit");
+  if (!(a.checkpoint_interval >= 0 && a.checkpoint_interval <= 86400))
+    return DS_ERR(kInvalidArgument, "--checkpoint-interval {}: expected seconds in [0, 86400]",
+                  a.checkpoint_interval);
+  return Status::Ok();
+}
+
+int RunTabularGenerate(const GenArgs& a, const GenOverrides& v) {
   if (a.resume)
     return Fail(DS_ERR(kInvalidArgument,
                        "--resume is not supported for tabular models (their batches are "
@@ -31,12 +59,12 @@ int RunTabularGenerate(const GenArgs& a) {
   o.model_dir = a.model_dir;
   o.output = a.output;
   o.overwrite = a.overwrite;
-  if (a.num_lines >= 0) o.num_lines = a.num_lines;
-  o.seed = a.seed;
-  if (a.gen_temp >= 0) o.gen_temp = a.gen_temp;
-  if (a.gen_chars >= 0) o.gen_chars = a.gen_chars;
-  if (a.predict_batch_size > 0) o.predict_batch_size = a.predict_batch_size;
-  if (a.max_invalid >= 0) o.max_invalid = a.max_invalid;
+  o.num_lines = v.num_lines;
+  o.seed = v.seed;
+  o.gen_temp = v.gen_temp;
+  o.gen_chars = v.gen_chars;
+  o.predict_batch_size = v.predict_batch_size;
+  o.max_invalid = v.max_invalid;
   o.parallelism = a.parallelism;
   o.checks.field_count = !a.no_field_count;
   o.checks.type = !a.no_types;
@@ -60,8 +88,11 @@ int RunTabularGenerate(const GenArgs& a) {
   return s.ok() ? 0 : Fail(s);
 }
 
-int RunGenerate(const GenArgs& a) {
-  if (IsTabularModel(a.model_dir)) return RunTabularGenerate(a);
+int RunGenerate(const GenArgs& a, bool device_given) {
+  ReportDeviceFallback(device_given);
+  GenOverrides v;
+  if (Status s = ReadOverrides(a, &v); !s.ok()) return Fail(s);
+  if (IsTabularModel(a.model_dir)) return RunTabularGenerate(a, v);
   if (!a.seeds.seed_field.empty() || !a.seeds.seed_fields.empty())
     return Fail(DS_ERR(kInvalidArgument,
                        "--seed-field/--seed-fields need a tabular model (train --tabular); use "
@@ -73,7 +104,7 @@ int RunGenerate(const GenArgs& a) {
   c.run.resume = a.resume;
   c.run.output_policy.overwrite = a.overwrite;
   c.run.checkpoint_interval_s = a.checkpoint_interval;
-  c.run.gen.seed = a.seed;
+  c.run.gen.seed = v.seed;
   if (!a.start_string.empty()) c.run.gen.start_string = a.start_string;
   c.start_strings_file = a.start_strings;
   if (!a.format.empty()) {
@@ -81,11 +112,11 @@ int RunGenerate(const GenArgs& a) {
     if (!f.ok()) return Fail(f.status());
     c.format = f.value();
   }
-  if (a.num_lines >= 0) c.num_lines = a.num_lines;
-  if (a.gen_temp >= 0) c.gen_temp = a.gen_temp;
-  if (a.gen_chars >= 0) c.gen_chars = a.gen_chars;
-  if (a.predict_batch_size > 0) c.predict_batch_size = a.predict_batch_size;
-  if (a.max_invalid >= 0) c.max_invalid = a.max_invalid;
+  c.num_lines = v.num_lines;
+  c.gen_temp = v.gen_temp;
+  c.gen_chars = v.gen_chars;
+  c.predict_batch_size = v.predict_batch_size;
+  c.max_invalid = v.max_invalid;
   c.checks.field_count = !a.no_field_count;
   c.checks.type = !a.no_types;
   c.checks.range = !a.no_ranges;
@@ -103,8 +134,9 @@ int RunGenerate(const GenArgs& a) {
   GenerateEvents ev;
   ev.progress = [&line](const GenerateProgress& p) {
     std::string text = fmt::format(
-        "{}/{} records  {:.0f} records/s  {:.0f} tokens/s  valid {:.1f}%  {} workers  ETA {}",
+        "{}/{} records  {:.0f} records/s  {:.0f} tokens/s  valid {:.1f}%  {} worker{}  ETA {}",
         p.valid, p.wanted, p.records_per_s, p.tokens_per_s, 100 * p.valid_share, p.workers,
+        p.workers == 1 ? "" : "s",
         p.eta_seconds < 0 ? std::string("?") : FormatDuration(p.eta_seconds));
     line.Update(text, p.final);
   };
@@ -147,8 +179,7 @@ void AddGenerateCommand(CLI::App& app) {
   static GenArgs a;
   CLI::App* cmd = app.add_subcommand("generate", "Generate synthetic records from a trained model");
   cmd->add_option("--model-dir,-m", a.model_dir, "trained model directory")->required();
-  cmd->add_option("--num-lines,-n,--gen-lines", a.num_lines,
-                  "valid records to generate [default: the model's gen_lines]");
+  a.gen.AddKey(cmd, "gen_lines", "--num-lines,-n", "the model's gen_lines", "valid records to generate");
   cmd->add_option("--output,-o", a.output, "output file ('-' or none: stdout)");
   cmd->add_flag("--overwrite", a.overwrite,
                 "replace an existing output file (never the training input or a file in a "
@@ -156,15 +187,12 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_option("--format", a.format, "csv | text | jsonl [default: csv for tables, else text]");
   cmd->add_option("--parallelism,-p", a.parallelism,
                   "worker processes: 0 = all CPUs, n, -x = CPUs - x, 0.5 = half [default: 0]");
-  cmd->add_option("--seed", a.seed,
-                  "random seed: the same seed gives the same output [default: 0]");
-  cmd->add_option("--gen-temp,--gen_temp", a.gen_temp,
-                  "sampling temperature [default: the model's]");
-  cmd->add_option("--gen-chars,--gen_chars", a.gen_chars, "max characters per record, 0 = none");
-  cmd->add_option("--predict-batch-size,--predict_batch_size", a.predict_batch_size,
-                  "records in flight per worker [default: the model's]");
-  cmd->add_option("--max-invalid,--max_invalid", a.max_invalid,
-                  "stop after this many invalid records [default: the model's]");
+  a.gen.AddKey(cmd, "seed", "", "0", "random seed: the same seed gives the same output")
+      ->group("Generation");
+  a.gen.AddKey(cmd, "gen_temp", "", "the model's");
+  a.gen.AddKey(cmd, "gen_chars", "", "the model's");
+  a.gen.AddKey(cmd, "predict_batch_size", "", "the model's", "records in flight per worker");
+  a.gen.AddKey(cmd, "max_invalid", "", "the model's");
   cmd->add_option("--start-string", a.start_string,
                   "prefix of every record; with a delimiter it must end with it ('Adelie,')");
   cmd->add_option("--start-strings", a.start_strings,
@@ -179,7 +207,7 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_option("--constrain", a.constrain,
                   "constrained decoding: structure | values | none | auto (values when the model "
                   "stores category sets or ranges, else structure) [default: auto]");
-  cmd->add_option("--device", a.device,
+  CLI::Option* device = cmd->add_option("--device", a.device,
                   "auto | cpu | cuda: where the workers run the network (auto: CUDA when a usable "
                   "GPU is present) [default: auto]")
       ->group("Device");
@@ -199,7 +227,7 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_flag("--no-categories", a.no_categories, "do not check category sets")
       ->group("Validation");
   cmd->add_flag("--no-empty-check", a.no_empty, "do not check empty fields")->group("Validation");
-  cmd->callback([] { throw CLI::RuntimeError(RunGenerate(a)); });
+  cmd->callback([device] { throw CLI::RuntimeError(RunGenerate(a, device->count() > 0)); });
 }
 
 }  // namespace ds::cli

@@ -1,34 +1,45 @@
-// datasynth info: what a model directory holds.
+// datasynth info: what a model directory holds. It runs the checks generate
+// runs when it loads a model (LoadModelForGeneration, CheckTabularModel): a
+// model info accepts, generate loads.
 #include <cmath>
 
 #include "cli.h"
+#include "generate/generate.h"
 #include "model/model_dir.h"
+#include "tabular/tabular.h"
 #include "util/fs.h"
 
 namespace ds::cli {
 namespace {
 
-int RunInfo(const std::string& dir, bool json) {
-  auto r = LoadModel(dir);
-  if (!r.ok()) return Fail(r.status());
-  const Model& m = *r.value();
+nlohmann::json ParamsJson(const Model& m) {
+  nlohmann::json j = m.config.ToJson();
+  j["datasynth"] = m.meta.ToJson();
+  return j;
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s;
+}
+
+std::string DelimiterName(char d) {
+  if (d == '\t') return "tab";
+  if (static_cast<unsigned char>(d) < 0x20) return fmt::format("byte 0x{:02x}", d);
+  return fmt::format("'{}'", d);
+}
+
+void PrintModel(const std::string& dir, const Model& m) {
   const ModelMeta& meta = m.meta;
-  if (json) {
-    nlohmann::json j = m.config.ToJson();
-    j["datasynth"] = meta.ToJson();
-    std::printf("%s\n", j.dump(2).c_str());
-    return 0;
-  }
   ParamLayout layout = ParamLayout::For(meta.spec);
   std::printf("model        %s (format %d, datasynth %s)\n", dir.c_str(), meta.format_version,
               meta.datasynth_version.c_str());
   std::printf("trained on   %s: %lld records, %lld tokens\n", meta.input_path.c_str(),
               (long long)meta.records, (long long)meta.tokens);
   if (meta.delimiter) {
-    std::string cols;
-    for (size_t i = 0; i < meta.header.size(); ++i) cols += (i ? ", " : "") + meta.header[i];
-    std::printf("columns      %zu, delimiter '%c': %s\n", meta.header.size(), meta.delimiter,
-                cols.c_str());
+    std::printf("columns      %zu, delimiter %s: %s\n", meta.header.size(),
+                DelimiterName(meta.delimiter).c_str(), Join(meta.header).c_str());
   } else {
     std::printf("records      text lines\n");
   }
@@ -48,6 +59,55 @@ int RunInfo(const std::string& dir, bool json) {
                 meta.dp_unit.c_str());
   else
     std::printf("privacy      none (trained without differential privacy)\n");
+}
+
+int RunTabularInfo(const std::string& dir, bool json) {
+  std::vector<std::unique_ptr<Model>> batches;
+  auto r = CheckTabularModel(dir, &batches);
+  if (!r.ok()) return Fail(r.status());
+  const TabularSpec& spec = r.value();
+  if (json) {
+    nlohmann::json j;
+    j["tabular"] = spec.ToJson();
+    j["batches"] = nlohmann::json::array();
+    for (const auto& b : batches) j["batches"].push_back(ParamsJson(*b));
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model        %s: tabular, %zu batch models (format %d, datasynth %s)\n", dir.c_str(),
+              spec.batches.size(), spec.format_version, spec.datasynth_version.c_str());
+  std::printf("trained on   %s: %lld rows\n", spec.input_path.c_str(), (long long)spec.rows);
+  std::printf("columns      %zu, delimiter %s: %s\n", spec.header.size(),
+              DelimiterName(spec.delimiter).c_str(), Join(spec.header).c_str());
+  std::printf("grouping     %s, up to %d columns per batch, %d conditioning columns, seed %llu\n",
+              spec.grouping.c_str(), spec.batch_columns, spec.condition_columns,
+              (unsigned long long)spec.seed);
+  if (!spec.seed_columns.empty())
+    std::printf("seed columns %s\n", Join(spec.seed_columns).c_str());
+  for (size_t b = 0; b < spec.batches.size(); ++b) {
+    const TabularBatch& t = spec.batches[b];
+    const ModelMeta& meta = batches[b]->meta;
+    std::printf("\n%s: %s%s\n", t.dir.c_str(), Join(t.columns).c_str(),
+                t.condition.empty() ? "" : fmt::format(" (given {})", Join(t.condition)).c_str());
+    std::printf("  %s tokenizer, %d tokens; %d x LSTM %d; %d epochs (%s), kept epoch %d (%s %.4f)\n",
+                batches[b]->tokenizer->type().c_str(), batches[b]->tokenizer->vocab_size(),
+                meta.spec.num_layers, meta.spec.rnn_units, meta.epochs_run,
+                meta.stop_reason.c_str(), meta.best_epoch,
+                batches[b]->config.best_model_metric.c_str(), meta.best_metric);
+  }
+  return 0;
+}
+
+int RunInfo(const std::string& dir, bool json) {
+  if (IsTabularModel(dir)) return RunTabularInfo(dir, json);
+  auto r = LoadModelForGeneration(dir);
+  if (!r.ok()) return Fail(r.status());
+  const Model& m = *r.value();
+  if (json) {
+    std::printf("%s\n", ParamsJson(m).dump(2).c_str());
+    return 0;
+  }
+  PrintModel(dir, m);
   auto hist = ReadFile(dir + "/model_history.csv", 16 << 20);
   if (hist.ok()) std::printf("\nmodel_history.csv:\n%s", hist.value().c_str());
   return 0;
@@ -58,9 +118,9 @@ int RunInfo(const std::string& dir, bool json) {
 void AddInfoCommand(CLI::App& app) {
   static std::string dir;
   static bool json = false;
-  CLI::App* cmd = app.add_subcommand("info", "Show what a model directory holds");
+  CLI::App* cmd = app.add_subcommand("info", "Show what a model directory holds (ordinary or tabular)");
   cmd->add_option("--model-dir,-m,model_dir", dir, "model directory")->required();
-  cmd->add_flag("--json", json, "print model_params.json content as JSON");
+  cmd->add_flag("--json", json, "print model_params.json content as JSON (tabular: tabular.json and each batch's)");
   cmd->callback([] { throw CLI::RuntimeError(RunInfo(dir, json)); });
 }
 

@@ -1,4 +1,6 @@
 // datasynth synthesize: train on a table and generate from it in one go.
+#include <cmath>
+
 #include "cli.h"
 #include "cli_tabular.h"
 #include "evaluate/evaluate.h"
@@ -9,10 +11,9 @@ namespace {
 
 struct SynthArgs {
   std::string input, output, model_dir, config_file, report, json;
-  int64_t num_lines = -1, max_invalid = -1;
   double parallelism = 0;
-  uint64_t seed = 0;
   ConfigFlags flags;
+  ConfigFlags gen;  // --num-lines, --max-invalid (ranges from the key table)
   TabularFlags tab;
   SeedFlags seeds;
 };
@@ -22,14 +23,21 @@ int RunSynthesize(SynthArgs& a) {
   if (!a.config_file.empty())
     if (Status s = o.train.config.LoadFile(a.config_file); !s.ok()) return Fail(s);
   if (Status s = a.flags.Apply(&o.train.config); !s.ok()) return Fail(s);
+  if (std::string note = DefaultDelimiterFromName(a.input, &o.train.config, true); !note.empty())
+    std::fprintf(stderr, "%s\n", note.c_str());
   if (o.train.config.field_delimiter.empty()) o.train.config.field_delimiter = ",";
+  ReportDeviceFallback(o.train.config.IsExplicit("device"));
+  Config gen;
+  if (Status s = a.gen.Apply(&gen); !s.ok()) return Fail(s);
+  if (!std::isfinite(a.parallelism))
+    return Fail(DS_ERR(kInvalidArgument, "--parallelism {}: expected a finite number", a.parallelism));
   if (Status s = a.tab.Apply(&o.train.tabular); !s.ok()) return Fail(s);
   o.train.input_path = a.input;
   o.train.model_dir = a.model_dir;
   o.train.cancel = InstallInterruptFlag();
   o.generate.output = a.output;
-  if (a.num_lines >= 0) o.generate.num_lines = a.num_lines;
-  if (a.max_invalid >= 0) o.generate.max_invalid = a.max_invalid;
+  if (gen.IsExplicit("gen_lines")) o.generate.num_lines = gen.gen_lines;
+  if (gen.IsExplicit("max_invalid")) o.generate.max_invalid = gen.max_invalid;
   o.generate.parallelism = a.parallelism;
 
   o.generate.seed_fields = a.seeds.seed_field;
@@ -38,6 +46,8 @@ int RunSynthesize(SynthArgs& a) {
   TabularCliObserver obs;
   SynthesizeSummary sum;
   Status s = Synthesize(o, &obs, &sum);
+  obs.Finish();
+  if (s.code() == Code::kCancelled) return ReportInterrupted(s, a.model_dir, true);
   if (!s.ok()) return Fail(s);
   std::fprintf(stderr, "synthesized %lld rows in %s (training %s)%s%s\n",
                (long long)sum.generate.rows,
@@ -70,8 +80,8 @@ void AddSynthesizeCommand(CLI::App& app) {
   cmd->add_option("--output,-o", a->output, "synthetic table ('-' or none: stdout)");
   cmd->add_option("--model-dir,-m", a->model_dir, "keep the trained model here (default: temporary)");
   cmd->add_option("--config,-c", a->config_file, "JSON file of config keys (flags win)");
-  cmd->add_option("--num-lines,-n", a->num_lines, "rows to generate [default: as many as the input]");
-  cmd->add_option("--max-invalid", a->max_invalid, "invalid rows allowed per batch");
+  a->gen.AddKey(cmd, "gen_lines", "--num-lines,-n", "as many as the input", "rows to generate");
+  a->gen.AddKey(cmd, "max_invalid", "", "1000", "invalid rows allowed per batch");
   cmd->add_option("--parallelism,-p", a->parallelism, "generation workers per batch [default: 0 = all CPUs]");
   cmd->add_option("--report", a->report, "also evaluate: write the HTML quality/privacy report here");
   cmd->add_option("--json", a->json, "also evaluate: write the scores as JSON here");

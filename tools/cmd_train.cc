@@ -38,6 +38,8 @@ class CliObserver : public TrainObserver {
       line_.Print("  GPU memory: " + r.device_memory->ToString());
   }
 
+  void Finish() { line_.Finish(); }
+
  private:
   ProgressLine line_;
 };
@@ -51,12 +53,16 @@ int RunTrain(TrainArgs& a) {
     if (!s.ok()) return Fail(s);
   }
   if (Status s = a.flags.Apply(&o.config); !s.ok()) return Fail(s);
+  if (!a.resume)  // (a resumed run keeps the stored delimiter)
+    if (std::string note = DefaultDelimiterFromName(a.input, &o.config, a.tabular); !note.empty())
+      std::fprintf(stderr, "%s\n", note.c_str());
+  ReportDeviceFallback(o.config.IsExplicit("device"));
   o.input_path = a.input;
   o.model_dir = a.model_dir;
   o.resume = a.resume;
   if (a.tabular) {
-    if (a.resume) return Fail(DS_ERR(kInvalidArgument, "--resume is not supported with --tabular"));
     TabularTrainOptions t;
+    t.resume = a.resume;
     t.config = o.config;
     if (t.config.field_delimiter.empty()) t.config.field_delimiter = ",";
     if (Status s = a.tab.Apply(&t.tabular); !s.ok()) return Fail(s);
@@ -65,6 +71,9 @@ int RunTrain(TrainArgs& a) {
     t.cancel = InstallInterruptFlag();
     TabularCliObserver tobs;
     auto r = TrainTabular(t, &tobs);
+    tobs.Finish();
+    if (!r.ok() && r.status().code() == Code::kCancelled)
+      return ReportInterrupted(r.status(), a.model_dir, true);
     if (!r.ok()) return Fail(r.status());
     std::fprintf(stderr, "trained %zu batch models in %s (%d processes side by side)\nmodel written to %s\n",
                  r.value().batches.size(), FormatDuration(r.value().seconds).c_str(),
@@ -72,7 +81,11 @@ int RunTrain(TrainArgs& a) {
     return 0;
   }
   CliObserver obs;
+  o.cancel = InstallInterruptThread();
   auto r = Train(o, &obs);
+  obs.Finish();
+  if (!r.ok() && r.status().code() == Code::kCancelled)
+    return ReportInterrupted(r.status(), a.model_dir, false);
   if (!r.ok()) return Fail(r.status());
   const TrainSummary& s = r.value();
   const auto& best = s.history[size_t(s.meta.best_epoch - 1)];
@@ -107,7 +120,8 @@ void AddTrainCommand(CLI::App& app) {
   cmd->add_option("--model-dir,-m,--checkpoint-dir", a->model_dir, "output model directory")
       ->required();
   cmd->add_option("--config,-c", a->config_file, "JSON file of config keys (flags win)");
-  cmd->add_flag("--resume", a->resume, "continue an interrupted run from its last checkpoint");
+  cmd->add_flag("--resume", a->resume,
+                "continue an interrupted run from its last checkpoint (with --tabular: by batch)");
   cmd->add_flag("--tabular", a->tabular,
                 "a table: one model per column batch, later batches conditioned on earlier ones");
   a->tab.Add(cmd);

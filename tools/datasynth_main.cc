@@ -2,8 +2,40 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "cli.h"
+
+namespace {
+
+// CLI11's own parse errors ("--model-dir is required", "The following argument
+// was not expected: x") as one "datasynth: error:" line with the usage exit code.
+int UsageError(const CLI::App& app, const CLI::ParseError& e) {
+  std::string cmd = "datasynth";
+  for (const CLI::App* sub : app.get_subcommands()) cmd += " " + sub->get_name();
+  std::fprintf(stderr, "datasynth: error: %s (see '%s --help')\n", e.what(), cmd.c_str());
+  return 2;  // usage (cli.h: exit codes)
+}
+
+// The first word that is not an option must name a command (CLI11 would say
+// only "A subcommand is required").
+int CheckCommand(const CLI::App& app, const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    if (a.empty() || a[0] == '-') continue;
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      if (sub->check_name(a)) return -1;
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    std::fprintf(stderr, "datasynth: error: unknown command '%s' (commands: %s; see 'datasynth --help')\n",
+                 a.c_str(), names.c_str());
+    return 2;
+  }
+  return -1;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // A file-size limit (ulimit -f) makes write() fail with EFBIG, reported
@@ -14,17 +46,28 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.add_flag("--verbose,-v", ds::cli::g_verbose, "more detail (error locations, statistics)");
   app.set_version_flag("--version", DS_VERSION);
+  app.footer(
+      "Boolean flags take --x, --x true|false and --x=false. Exit codes: 0 done, 1 runtime "
+      "failure, 2 usage or bad input, 130 interrupted. 'datasynth <command> --help' lists a "
+      "command's options with their ranges and defaults.");
   ds::cli::AddTrainCommand(app);
   ds::cli::AddInfoCommand(app);
   ds::cli::AddGenerateCommand(app);
   ds::cli::AddEvaluateCommand(app);
   ds::cli::AddSynthesizeCommand(app);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (int rc = CheckCommand(app, args); rc >= 0) return rc;
+  auto normalized = ds::cli::NormalizeBoolFlags(app, std::move(args));
+  if (!normalized.ok()) return ds::cli::Fail(normalized.status());
+  std::vector<char*> av = {argv[0]};
+  for (auto& a : normalized.value()) av.push_back(a.data());
   try {
-    app.parse(argc, argv);
+    app.parse(int(av.size()), av.data());
   } catch (const CLI::RuntimeError& e) {
     return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    return UsageError(app, e);
   } catch (const ds::Error& e) {
     return ds::cli::Fail(e.status());
   } catch (const std::bad_alloc&) {

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -23,6 +24,13 @@ Result<DeviceRequest> ParseDevice(std::string_view text) {
   if (s == "cuda" || s == "gpu") return DeviceRequest::kCuda;
   return DS_ERR(kInvalidArgument, "unknown device '{}' (expected auto, cpu or cuda)", text);
 }
+
+namespace {
+std::atomic<bool> g_fallback_warnings{true};
+}  // namespace
+
+void SetDeviceFallbackWarnings(bool on) { g_fallback_warnings = on; }
+bool DeviceFallbackWarnings() { return g_fallback_warnings; }
 
 const char* DeviceKindName(DeviceKind kind) { return kind == DeviceKind::kCuda ? "cuda" : "cpu"; }
 
@@ -57,7 +65,8 @@ Result<DeviceKind> ResolveDevice(DeviceRequest request, std::string* warning) {
     default: {
       std::string why;
       if (CudaAvailable(&why)) return DeviceKind::kCuda;
-      if (warning != nullptr) *warning = fmt::format("no usable GPU ({}); running on the CPU", why);
+      if (warning != nullptr && DeviceFallbackWarnings())
+        *warning = fmt::format("no usable GPU ({}); running on the CPU", why);
       return DeviceKind::kCpu;
     }
   }

@@ -32,6 +32,13 @@ namespace ds {
 
 enum class DeviceRequest { kAuto, kCpu, kCuda };
 
+// Whether a fallback of `auto` to the CPU is reported in ResolveDevice's (and
+// ResolveInferDevice's) `warning` (default: yes). The CLI reports it only when
+// a device was asked for or with --verbose; forked workers and batch
+// processes inherit the setting.
+void SetDeviceFallbackWarnings(bool on);
+bool DeviceFallbackWarnings();
+
 // "auto", "cpu", "cuda" (also "gpu"), case-insensitive.
 Result<DeviceRequest> ParseDevice(std::string_view text);
 const char* DeviceKindName(DeviceKind kind);  // "cpu", "cuda"

@@ -1,13 +1,16 @@
 #include "config/config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <sstream>
 
+#include "backend/device_allocator.h"
+#include "io/csv.h"
 #include "util/utf8.h"
 
 namespace ds {
@@ -15,131 +18,147 @@ namespace {
 
 using Json = nlohmann::json;
 
-template <typename T>
-std::function<Status(const Config&)> Range(T Config::*m, const char* name, double lo, double hi) {
-  return [m, name, lo, hi](const Config& c) -> Status {
-    double v = double(c.*m);
-    if (!(v >= lo && v <= hi))
-      return DS_ERR(kInvalidArgument, "config key '{}': value {} out of range [{}, {}]", name,
-                    c.*m, lo, hi);
-    return Status::Ok();
-  };
+void Ints(Config::Key& k, int64_t lo, int64_t hi) {
+  k.has_range = true;
+  k.imin = lo;
+  k.imax = hi;
+}
+void Reals(Config::Key& k, double lo, double hi) {
+  k.has_range = true;
+  k.dmin = lo;
+  k.dmax = hi;
+}
+void Choices(Config::Key& k, std::vector<std::string> c) { k.choices = std::move(c); }
+
+Status CheckFieldDelimiter(const Config& c) {
+  if (c.field_delimiter.empty()) return Status::Ok();
+  auto d = ParseDelimiter(c.field_delimiter);
+  if (!d.ok()) return DS_ERR(kInvalidArgument, "config key 'field_delimiter': {}", d.status().message());
+  return Status::Ok();
 }
 
-std::function<Status(const Config&)> OneOf(std::string Config::*m, const char* name,
-                                           std::vector<std::string> allowed) {
-  return [m, name, allowed](const Config& c) -> Status {
-    for (const auto& a : allowed)
-      if (c.*m == a) return Status::Ok();
-    std::string list;
-    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    return DS_ERR(kInvalidArgument, "config key '{}': '{}' is not one of: {}", name, c.*m, list);
-  };
+Status CheckDelimiterToken(const Config& c) {
+  const std::string& t = c.field_delimiter_token;
+  if (t.empty() || t.size() > 64 || t.find_first_of("\r\n") != std::string::npos)
+    return DS_ERR(kInvalidArgument,
+                  "config key 'field_delimiter_token': must be 1 to 64 bytes without CR or LF");
+  return Status::Ok();
+}
+
+Status CheckGpuMemoryLimit(const Config& c) {
+  if (c.gpu_memory_limit.empty()) return Status::Ok();
+  // Syntax only here (a percentage needs the device: 1 TiB stands in for it).
+  auto r = ParseMemoryLimit(c.gpu_memory_limit, size_t(1) << 40);
+  if (!r.ok()) return DS_ERR(kInvalidArgument, "config key 'gpu_memory_limit': {}", r.status().message());
+  return Status::Ok();
 }
 
 std::vector<Config::Key> MakeKeys() {
   using T = Config::Type;
   using G = Config::Group;
   std::vector<Config::Key> k;
-  constexpr double kBig = 1e12;
-#define DS_KEY(member, type, group, help, check) \
-  k.push_back({#member, type, group, help, [](Config& c) -> void* { return &c.member; }, check})
+  k.reserve(64);
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+  auto add = [&k](const char* name, T type, G group, const char* help,
+                  std::function<void*(Config&)> field) -> Config::Key& {
+    Config::Key key;
+    key.name = name;
+    key.type = type;
+    key.group = group;
+    key.help = help;
+    key.field = std::move(field);
+    k.push_back(std::move(key));
+    return k.back();
+  };
+#define DS_KEY(member, type, group, help) \
+  add(#member, type, group, help, [](Config& c) -> void* { return &c.member; })
   // training
-  DS_KEY(epochs, T::kInt, G::kTraining, "training epochs", Range(&Config::epochs, "epochs", 1, 1e6));
-  DS_KEY(early_stopping, T::kBool, G::kTraining, "stop when best_model_metric stops improving",
-         nullptr);
-  DS_KEY(early_stopping_patience, T::kInt, G::kTraining, "epochs without improvement before stopping",
-         Range(&Config::early_stopping_patience, "early_stopping_patience", 1, 1e6));
-  DS_KEY(early_stopping_min_delta, T::kDouble, G::kTraining, "smallest change that counts as improvement",
-         Range(&Config::early_stopping_min_delta, "early_stopping_min_delta", 0, kBig));
-  DS_KEY(best_model_metric, T::kString, G::kTraining, "val_loss | loss | accuracy | val_accuracy",
-         OneOf(&Config::best_model_metric, "best_model_metric",
-               {"val_loss", "loss", "accuracy", "val_accuracy"}));
-  DS_KEY(batch_size, T::kInt, G::kTraining, "sequences per training batch",
-         Range(&Config::batch_size, "batch_size", 1, 65536));
-  DS_KEY(buffer_size, T::kInt, G::kTraining, "shuffle buffer (sequences)",
-         Range(&Config::buffer_size, "buffer_size", 1, 1e9));
-  DS_KEY(seq_length, T::kInt, G::kTraining, "tokens per training sequence",
-         Range(&Config::seq_length, "seq_length", 1, 100000));
-  DS_KEY(embedding_dim, T::kInt, G::kTraining, "embedding width",
-         Range(&Config::embedding_dim, "embedding_dim", 1, 65536));
-  DS_KEY(rnn_units, T::kInt, G::kTraining, "LSTM units per layer",
-         Range(&Config::rnn_units, "rnn_units", 1, 65536));
-  DS_KEY(dropout_rate, T::kDouble, G::kTraining, "dropout after embedding and each LSTM layer",
-         Range(&Config::dropout_rate, "dropout_rate", 0, 0.99));
-  DS_KEY(learning_rate, T::kDouble, G::kTraining, "optimizer learning rate",
-         Range(&Config::learning_rate, "learning_rate", 1e-12, 100));
-  DS_KEY(rnn_initializer, T::kString, G::kTraining, "recurrent kernel init: glorot_uniform | orthogonal",
-         OneOf(&Config::rnn_initializer, "rnn_initializer", {"glorot_uniform", "orthogonal"}));
-  DS_KEY(validation_split, T::kBool, G::kTraining, "hold out every 5th batch for validation", nullptr);
-  DS_KEY(max_lines, T::kInt64, G::kTraining, "read at most this many records (0 = all)",
-         Range(&Config::max_lines, "max_lines", 0, 1e15));
-  DS_KEY(max_training_time_seconds, T::kDouble, G::kTraining, "stop training after this time (0 = none)",
-         Range(&Config::max_training_time_seconds, "max_training_time_seconds", 0, 1e9));
-  DS_KEY(overwrite, T::kBool, G::kTraining, "replace an existing model in model_dir", nullptr);
-  DS_KEY(save_all_checkpoints, T::kBool, G::kTraining, "keep the weights of every epoch", nullptr);
-  DS_KEY(save_best_model, T::kBool, G::kTraining, "keep the best epoch's weights (else the last)",
-         nullptr);
-  DS_KEY(num_layers, T::kInt, G::kTraining, "LSTM layers", Range(&Config::num_layers, "num_layers", 1, 16));
-  DS_KEY(optimizer, T::kString, G::kTraining, "rmsprop | adam",
-         OneOf(&Config::optimizer, "optimizer", {"rmsprop", "adam"}));
-  DS_KEY(seed, T::kInt64, G::kTraining, "random seed (0 = pick one; recorded in model_params.json)",
-         Range(&Config::seed, "seed", 0, 9.2e18));
-  DS_KEY(threads, T::kInt, G::kTraining, "compute threads (0 = all cores)",
-         Range(&Config::threads, "threads", 0, 4096));
-  DS_KEY(device, T::kString, G::kTraining, "auto | cpu | cuda (auto: CUDA when a usable GPU is present)",
-         OneOf(&Config::device, "device", {"auto", "cpu", "cuda"}));
-  DS_KEY(gpu_memory, T::kString, G::kTraining,
-         "grow (take GPU memory on demand) | preallocate (reserve the limit up front)",
-         OneOf(&Config::gpu_memory, "gpu_memory", {"grow", "preallocate"}));
+  Ints(DS_KEY(epochs, T::kInt, G::kTraining, "training epochs"), 1, 1000000);
+  DS_KEY(early_stopping, T::kBool, G::kTraining, "stop when best_model_metric stops improving");
+  Ints(DS_KEY(early_stopping_patience, T::kInt, G::kTraining,
+              "epochs without improvement before stopping"), 1, 1000000);
+  Reals(DS_KEY(early_stopping_min_delta, T::kDouble, G::kTraining,
+               "smallest change that counts as improvement"), 0, 1e12);
+  Choices(DS_KEY(best_model_metric, T::kString, G::kTraining, "metric that picks the kept epoch"),
+          {"val_loss", "loss", "accuracy", "val_accuracy"});
+  Ints(DS_KEY(batch_size, T::kInt, G::kTraining, "sequences per training batch"), 1, 65536);
+  Ints(DS_KEY(buffer_size, T::kInt, G::kTraining, "shuffle buffer (sequences)"), 1, 1000000000);
+  Ints(DS_KEY(seq_length, T::kInt, G::kTraining, "tokens per training sequence"), 1, 100000);
+  Ints(DS_KEY(embedding_dim, T::kInt, G::kTraining, "embedding width"), 1, 65536);
+  Ints(DS_KEY(rnn_units, T::kInt, G::kTraining, "LSTM units per layer"), 1, 65536);
+  Reals(DS_KEY(dropout_rate, T::kDouble, G::kTraining, "dropout after embedding and each LSTM layer"),
+        0, 0.99);
+  Reals(DS_KEY(learning_rate, T::kDouble, G::kTraining, "optimizer learning rate"), 1e-12, 100);
+  Choices(DS_KEY(rnn_initializer, T::kString, G::kTraining, "recurrent kernel init"),
+          {"glorot_uniform", "orthogonal"});
+  DS_KEY(validation_split, T::kBool, G::kTraining, "hold out every 5th batch for validation");
+  Ints(DS_KEY(max_lines, T::kInt64, G::kTraining, "read at most this many records (0 = all)"), 0,
+       1000000000000000);
+  Reals(DS_KEY(max_training_time_seconds, T::kDouble, G::kTraining,
+               "stop training after this time (0 = none)"), 0, 1e9);
+  DS_KEY(overwrite, T::kBool, G::kTraining, "replace an existing model in model_dir");
+  DS_KEY(save_all_checkpoints, T::kBool, G::kTraining, "keep the weights of every epoch");
+  DS_KEY(save_best_model, T::kBool, G::kTraining, "keep the best epoch's weights (else the last)");
+  Ints(DS_KEY(num_layers, T::kInt, G::kTraining, "LSTM layers"), 1, 16);
+  Choices(DS_KEY(optimizer, T::kString, G::kTraining, "optimizer"), {"rmsprop", "adam"});
+  Ints(DS_KEY(seed, T::kInt64, G::kTraining,
+              "random seed (0 = pick one; recorded in model_params.json)"), 0, kInt64Max);
+  Ints(DS_KEY(threads, T::kInt, G::kTraining, "compute threads (0 = all cores)"), 0, 4096);
+  Choices(DS_KEY(device, T::kString, G::kTraining, "compute device (auto: CUDA when a usable GPU is present)"),
+          {"auto", "cpu", "cuda"});
+  Choices(DS_KEY(gpu_memory, T::kString, G::kTraining,
+                 "grow (take GPU memory on demand) or preallocate (reserve the limit up front)"),
+          {"grow", "preallocate"});
   DS_KEY(gpu_memory_limit, T::kString, G::kTraining,
-         "hard cap on this process's GPU memory: 4GiB, 512MiB, 25% (empty: none)", nullptr);
+         "hard cap on this process's GPU memory: 4GiB, 512MiB, 25% (empty: none)")
+      .extra = CheckGpuMemoryLimit;
   // tokenizer
-  DS_KEY(tokenizer, T::kString, G::kTokenizer, "sentencepiece | char",
-         OneOf(&Config::tokenizer, "tokenizer", {"sentencepiece", "char"}));
-  DS_KEY(vocab_size, T::kInt, G::kTokenizer, "SentencePiece vocabulary size (soft limit)",
-         Range(&Config::vocab_size, "vocab_size", 8, 1000000));
-  DS_KEY(character_coverage, T::kDouble, G::kTokenizer, "SentencePiece character coverage",
-         Range(&Config::character_coverage, "character_coverage", 0.9, 1.0));
-  DS_KEY(pretrain_sentence_count, T::kInt64, G::kTokenizer, "records used to train SentencePiece",
-         Range(&Config::pretrain_sentence_count, "pretrain_sentence_count", 1, 1e12));
-  DS_KEY(max_line_len, T::kInt, G::kTokenizer, "longest record (bytes) used for SentencePiece",
-         Range(&Config::max_line_len, "max_line_len", 1, 1e9));
-  DS_KEY(sp_model_type, T::kString, G::kTokenizer, "SentencePiece model: unigram | bpe",
-         OneOf(&Config::sp_model_type, "sp_model_type", {"unigram", "bpe"}));
-  DS_KEY(column_markers, T::kString, G::kTokenizer, "<colN> marker before each field: auto | on | off",
-         OneOf(&Config::column_markers, "column_markers", {"auto", "on", "off"}));
-  DS_KEY(field_delimiter, T::kString, G::kTokenizer, "CSV delimiter (empty: one text record per line)",
-         nullptr);
-  DS_KEY(field_delimiter_token, T::kString, G::kTokenizer, "token standing for the delimiter", nullptr);
+  Choices(DS_KEY(tokenizer, T::kString, G::kTokenizer, "tokenizer"), {"sentencepiece", "char"});
+  Ints(DS_KEY(vocab_size, T::kInt, G::kTokenizer, "SentencePiece vocabulary size (soft limit)"), 8,
+       1000000);
+  Reals(DS_KEY(character_coverage, T::kDouble, G::kTokenizer, "SentencePiece character coverage"),
+        0.9, 1.0);
+  Ints(DS_KEY(pretrain_sentence_count, T::kInt64, G::kTokenizer, "records used to train SentencePiece"),
+       1, 1000000000000);
+  Ints(DS_KEY(max_line_len, T::kInt, G::kTokenizer, "longest record (bytes) used for SentencePiece"),
+       1, 1000000000);
+  Choices(DS_KEY(sp_model_type, T::kString, G::kTokenizer, "SentencePiece model"), {"unigram", "bpe"});
+  Choices(DS_KEY(column_markers, T::kString, G::kTokenizer,
+                 "<colN> marker before each field (auto: on for delimited data)"),
+          {"auto", "on", "off"});
+  DS_KEY(field_delimiter, T::kString, G::kTokenizer,
+         "CSV delimiter: one ASCII character or tab, comma, semicolon, pipe, space (empty: one "
+         "text record per line; a .csv/.tsv input defaults to , / tab)")
+      .extra = CheckFieldDelimiter;
+  DS_KEY(field_delimiter_token, T::kString, G::kTokenizer, "token standing for the delimiter")
+      .extra = CheckDelimiterToken;
   // privacy
-  DS_KEY(dp, T::kBool, G::kPrivacy, "differentially private training (DP-SGD)", nullptr);
-  DS_KEY(dp_noise_multiplier, T::kDouble, G::kPrivacy, "Gaussian noise std / clip",
-         Range(&Config::dp_noise_multiplier, "dp_noise_multiplier", 0, 1e6));
-  DS_KEY(dp_l2_norm_clip, T::kDouble, G::kPrivacy, "per-record gradient L2 clip",
-         Range(&Config::dp_l2_norm_clip, "dp_l2_norm_clip", 1e-9, 1e9));
-  DS_KEY(dp_microbatches, T::kInt, G::kPrivacy, "kept for compatibility (clipping is per record)",
-         Range(&Config::dp_microbatches, "dp_microbatches", 1, 1e9));
-  DS_KEY(dp_target_epsilon, T::kDouble, G::kPrivacy, "choose the noise to meet this epsilon (0 = off)",
-         Range(&Config::dp_target_epsilon, "dp_target_epsilon", 0, 1e6));
-  DS_KEY(dp_delta, T::kDouble, G::kPrivacy, "delta (0 = 1/records)", Range(&Config::dp_delta, "dp_delta", 0, 0.5));
+  DS_KEY(dp, T::kBool, G::kPrivacy, "differentially private training (DP-SGD)");
+  Reals(DS_KEY(dp_noise_multiplier, T::kDouble, G::kPrivacy, "Gaussian noise std / clip"), 0, 1e6);
+  Reals(DS_KEY(dp_l2_norm_clip, T::kDouble, G::kPrivacy, "per-record gradient L2 clip"), 1e-9, 1e9);
+  Ints(DS_KEY(dp_microbatches, T::kInt, G::kPrivacy, "kept for compatibility (clipping is per record)"),
+       1, 1000000000);
+  Reals(DS_KEY(dp_target_epsilon, T::kDouble, G::kPrivacy,
+               "choose the noise to meet this epsilon (0 = off)"), 0, 1e6);
+  Reals(DS_KEY(dp_delta, T::kDouble, G::kPrivacy, "delta (0 = 1/records)"), 0, 0.5);
   DS_KEY(dp_store_value_rules, T::kBool, G::kPrivacy,
-         "under dp, also store category sets and min/max (they reveal exact values)", nullptr);
+         "under dp, also store category sets and min/max (they reveal exact values)");
   DS_KEY(dp_deterministic_noise, T::kBool, G::kPrivacy,
-         "TESTS ONLY: derive DP noise from the seed (gives no privacy)", nullptr);
+         "TESTS ONLY: derive DP noise from the seed (gives no privacy)");
   // generation
-  DS_KEY(gen_temp, T::kDouble, G::kGeneration, "sampling temperature",
-         Range(&Config::gen_temp, "gen_temp", 1e-6, 1e3));
-  DS_KEY(gen_chars, T::kInt64, G::kGeneration, "cap on characters per record (0 = none)",
-         Range(&Config::gen_chars, "gen_chars", 0, 1e12));
-  DS_KEY(gen_lines, T::kInt64, G::kGeneration, "records to generate",
-         Range(&Config::gen_lines, "gen_lines", 0, 1e15));
-  DS_KEY(predict_batch_size, T::kInt, G::kGeneration, "records sampled side by side per worker",
-         Range(&Config::predict_batch_size, "predict_batch_size", 1, 65536));
-  DS_KEY(reset_states, T::kBool, G::kGeneration, "reset the LSTM state for each record", nullptr);
-  DS_KEY(max_invalid, T::kInt64, G::kGeneration, "stop after this many invalid records",
-         Range(&Config::max_invalid, "max_invalid", 0, 1e15));
+  Reals(DS_KEY(gen_temp, T::kDouble, G::kGeneration, "sampling temperature"), 1e-6, 1e3);
+  Ints(DS_KEY(gen_chars, T::kInt64, G::kGeneration, "cap on characters per record (0 = none)"), 0,
+       1000000000000);
+  Ints(DS_KEY(gen_lines, T::kInt64, G::kGeneration, "records to generate"), 0, 1000000000000);
+  Ints(DS_KEY(predict_batch_size, T::kInt, G::kGeneration, "records sampled side by side per worker"),
+       1, 65536);
+  DS_KEY(reset_states, T::kBool, G::kGeneration, "reset the LSTM state for each record");
+  Ints(DS_KEY(max_invalid, T::kInt64, G::kGeneration, "stop after this many invalid records"), 0,
+       1000000000000000);
 #undef DS_KEY
+  for (const auto& key : k)  // an int key's range must fit an int (no wrap-around)
+    DS_CHECK(key.type != T::kInt || (key.imin >= -kIntMax && key.imax <= kIntMax));
   return k;
 }
 
@@ -154,28 +173,104 @@ Status ParseBool(const std::string& key, const std::string& v, bool* out) {
   return Status::Ok();
 }
 
-template <typename I>
-Status ParseInt(const std::string& key, const std::string& v, I* out) {
-  I x{};
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (ec != std::errc() || p != v.data() + v.size() || v.empty())
-    return DS_ERR(kInvalidArgument, "config key '{}': '{}' is not an integer{}", key, v,
-                  ec == std::errc::result_out_of_range ? " in range" : "");
-  *out = x;
+std::string Num(double v) { return fmt::format("{}", v); }
+
+Status OutOfRange(const Config::Key& k, const std::string& shown) {
+  return DS_ERR(kInvalidArgument, "config key '{}': value {} out of range {}", k.name, shown,
+                k.RangeText());
+}
+
+// An integer value against the key's range, before it is stored (so an int
+// field never receives a value it cannot hold).
+Status CheckInt(const Config::Key& k, int64_t v) {
+  if (k.has_range && (v < k.imin || v > k.imax)) return OutOfRange(k, std::to_string(v));
   return Status::Ok();
 }
 
-Status ParseDouble(const std::string& key, const std::string& v, double* out) {
+Status CheckReal(const Config::Key& k, double v) {
+  if (!std::isfinite(v))
+    return DS_ERR(kInvalidArgument, "config key '{}': value {} is not a finite number", k.name, v);
+  if (k.has_range && !(v >= k.dmin && v <= k.dmax)) return OutOfRange(k, Num(v));
+  return Status::Ok();
+}
+
+void StoreInt(const Config::Key& k, void* f, int64_t v) {
+  if (k.type == Config::Type::kInt)
+    *static_cast<int*>(f) = static_cast<int>(v);  // in range: CheckInt ran (ints' ranges fit)
+  else
+    *static_cast<int64_t*>(f) = v;
+}
+
+Result<int64_t> ParseInt(const Config::Key& k, const std::string& v) {
+  int64_t x = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec == std::errc::result_out_of_range && p == v.data() + v.size()) return OutOfRange(k, v);
+  if (ec != std::errc() || p != v.data() + v.size() || v.empty())
+    return DS_ERR(kInvalidArgument, "config key '{}': '{}' is not an integer", k.name, v);
+  DS_RETURN_IF_ERROR(CheckInt(k, x));
+  return x;
+}
+
+Result<double> ParseDouble(const Config::Key& k, const std::string& v) {
   char* end = nullptr;
   errno = 0;
   double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || end != v.c_str() + v.size() || errno == ERANGE || !std::isfinite(x))
-    return DS_ERR(kInvalidArgument, "config key '{}': '{}' is not a number", key, v);
-  *out = x;
-  return Status::Ok();
+  if (v.empty() || end != v.c_str() + v.size() || std::isspace(static_cast<unsigned char>(v[0])))
+    return DS_ERR(kInvalidArgument, "config key '{}': '{}' is not a number", k.name, v);
+  if (!std::isfinite(x) || errno == ERANGE)
+    return DS_ERR(kInvalidArgument, "config key '{}': '{}' is not a finite number in range {}",
+                  k.name, v, k.RangeText());
+  DS_RETURN_IF_ERROR(CheckReal(k, x));
+  return x;
+}
+
+// A JSON number for an integer key: 5 and 5.0, not 5.5; never wrapped.
+Result<int64_t> JsonInt(const Config::Key& k, const Json& v) {
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+    return OutOfRange(k, v.dump());
+  if (v.is_number_integer()) {
+    int64_t x = v.get<int64_t>();
+    DS_RETURN_IF_ERROR(CheckInt(k, x));
+    return x;
+  }
+  if (!v.is_number_float() || std::floor(v.get<double>()) != v.get<double>())
+    return DS_ERR(kInvalidArgument, "config key '{}': expected an integer, got {}", k.name, v.dump());
+  const double d = v.get<double>();
+  if (!(std::fabs(d) < 9.2e18)) return OutOfRange(k, v.dump());
+  DS_RETURN_IF_ERROR(CheckInt(k, int64_t(d)));
+  return int64_t(d);
 }
 
 }  // namespace
+
+std::string Config::Key::RangeText() const {
+  if (!choices.empty()) {
+    std::string list;
+    for (const auto& a : choices) list += (list.empty() ? "" : ", ") + a;
+    return list;
+  }
+  if (!has_range) return "";
+  if (is_integer()) return fmt::format("[{}, {}]", imin, imax);
+  return fmt::format("[{}, {}]", Num(dmin), Num(dmax));
+}
+
+Status Config::Key::Check(const Config& c) const {
+  void* f = field(const_cast<Config&>(c));
+  switch (type) {
+    case Type::kBool: break;
+    case Type::kInt: DS_RETURN_IF_ERROR(CheckInt(*this, *static_cast<const int*>(f))); break;
+    case Type::kInt64: DS_RETURN_IF_ERROR(CheckInt(*this, *static_cast<const int64_t*>(f))); break;
+    case Type::kDouble: DS_RETURN_IF_ERROR(CheckReal(*this, *static_cast<const double*>(f))); break;
+    case Type::kString: {
+      const std::string& v = *static_cast<const std::string*>(f);
+      if (!choices.empty() && std::find(choices.begin(), choices.end(), v) == choices.end())
+        return DS_ERR(kInvalidArgument, "config key '{}': '{}' is not one of: {}", name, v,
+                      RangeText());
+      break;
+    }
+  }
+  return extra ? extra(c) : Status::Ok();
+}
 
 const std::vector<Config::Key>& Config::Keys() {
   static const std::vector<Key> keys = MakeKeys();
@@ -197,13 +292,20 @@ bool Config::IsExplicit(const std::string& key) const {
 Status Config::Set(const std::string& key, const std::string& value) {
   const Key* k = Find(key);
   if (!k) return DS_ERR(kInvalidArgument, "unknown config key '{}'", key);
-  explicit_keys.push_back(key);
   void* f = k->field(*this);
   switch (k->type) {
     case Type::kBool: DS_RETURN_IF_ERROR(ParseBool(key, value, static_cast<bool*>(f))); break;
-    case Type::kInt: DS_RETURN_IF_ERROR(ParseInt(key, value, static_cast<int*>(f))); break;
-    case Type::kInt64: DS_RETURN_IF_ERROR(ParseInt(key, value, static_cast<int64_t*>(f))); break;
-    case Type::kDouble: DS_RETURN_IF_ERROR(ParseDouble(key, value, static_cast<double*>(f))); break;
+    case Type::kInt:
+    case Type::kInt64: {
+      DS_ASSIGN_OR_RETURN(int64_t x, ParseInt(*k, value));
+      StoreInt(*k, f, x);
+      break;
+    }
+    case Type::kDouble: {
+      DS_ASSIGN_OR_RETURN(double x, ParseDouble(*k, value));
+      *static_cast<double*>(f) = x;
+      break;
+    }
     case Type::kString:
       // Strings end up in model_params.json (JSON is UTF-8); JSON values already are.
       if (!IsValidUtf8(value))
@@ -211,13 +313,14 @@ Status Config::Set(const std::string& key, const std::string& value) {
       *static_cast<std::string*>(f) = value;
       break;
   }
-  return k->check ? k->check(*this) : Status::Ok();
+  DS_RETURN_IF_ERROR(k->Check(*this));
+  explicit_keys.push_back(key);
+  return Status::Ok();
 }
 
 Status Config::SetJson(const std::string& key, const Json& v) {
   const Key* k = Find(key);
   if (!k) return DS_ERR(kInvalidArgument, "unknown config key '{}'", key);
-  explicit_keys.push_back(key);
   void* f = k->field(*this);
   auto wrong = [&](const char* want) {
     return DS_ERR(kInvalidArgument, "config key '{}': expected {}, got {}", key, want, v.dump());
@@ -229,18 +332,9 @@ Status Config::SetJson(const std::string& key, const Json& v) {
       break;
     case Type::kInt:
     case Type::kInt64: {
-      if (!v.is_number_integer()) {
-        // Accept 5.0 but not 5.5.
-        if (!v.is_number_float() || std::floor(v.get<double>()) != v.get<double>())
-          return wrong("an integer");
-      }
-      double d = v.get<double>();
-      double lim = k->type == Type::kInt ? double(std::numeric_limits<int>::max()) : 9.2e18;
-      if (std::fabs(d) > lim) return wrong("an integer in range");
-      if (k->type == Type::kInt)
-        *static_cast<int*>(f) = v.is_number_integer() ? v.get<int>() : int(d);
-      else
-        *static_cast<int64_t*>(f) = v.is_number_integer() ? v.get<int64_t>() : int64_t(d);
+      if (!v.is_number()) return wrong("an integer");
+      DS_ASSIGN_OR_RETURN(int64_t x, JsonInt(*k, v));
+      StoreInt(*k, f, x);
       break;
     }
     case Type::kDouble:
@@ -249,6 +343,7 @@ Status Config::SetJson(const std::string& key, const Json& v) {
         break;
       }
       if (!v.is_number()) return wrong("a number");
+      DS_RETURN_IF_ERROR(CheckReal(*k, v.get<double>()));
       *static_cast<double*>(f) = v.get<double>();
       break;
     case Type::kString:
@@ -260,7 +355,9 @@ Status Config::SetJson(const std::string& key, const Json& v) {
       *static_cast<std::string*>(f) = v.get<std::string>();
       break;
   }
-  return k->check ? k->check(*this) : Status::Ok();
+  DS_RETURN_IF_ERROR(k->Check(*this));
+  explicit_keys.push_back(key);
+  return Status::Ok();
 }
 
 Status Config::MergeJson(const Json& obj, const std::string& source) {
@@ -283,16 +380,9 @@ Status Config::LoadFile(const std::string& path) {
 }
 
 Status Config::Validate() const {
-  for (const auto& k : Keys())
-    if (k.check) DS_RETURN_IF_ERROR(k.check(*this));
-  if (field_delimiter.size() > 1 && field_delimiter != "\\t" && field_delimiter != "tab")
-    return DS_ERR(kInvalidArgument, "config key 'field_delimiter': '{}' must be one character",
-                  field_delimiter);
-  if (field_delimiter == "\"" || field_delimiter == "\n" || field_delimiter == "\r")
-    return DS_ERR(kInvalidArgument, "config key 'field_delimiter': quote and newline are not allowed");
-  if (!validation_split && (best_model_metric == "val_loss" || best_model_metric == "val_accuracy")) {
-    // The reference falls back to the training metric; so do we (see Trainer).
-  }
+  for (const auto& k : Keys()) DS_RETURN_IF_ERROR(k.Check(*this));
+  // !validation_split with a val_* best_model_metric: the reference falls back
+  // to the training metric; so does the Trainer.
   return Status::Ok();
 }
 

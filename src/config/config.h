@@ -83,17 +83,34 @@ struct Config {
   // ---- registry ----
   enum class Type { kBool, kInt, kInt64, kDouble, kString };
   enum class Group { kTraining, kTokenizer, kPrivacy, kGeneration };
+  // A key and its valid values, declared once: JSON loading, flags, `--help`,
+  // Validate() and model loading all check against the same table.
   struct Key {
     std::string name;
     Type type;
     Group group;
     std::string help;
     std::function<void*(Config&)> field;
-    std::function<Status(const Config&)> check;  // range / enum validation
+    // Numbers: the closed range [min, max] (integers exactly as int64; every
+    // double key is also finite). Strings: `choices` when not empty.
+    bool has_range = false;
+    int64_t imin = 0, imax = 0;
+    double dmin = 0, dmax = 0;
+    std::vector<std::string> choices;
+    // Further rules of one key (e.g. field_delimiter: one ASCII byte, not a
+    // quote / CR / LF / NUL); errors name the key.
+    std::function<Status(const Config&)> extra;
+
+    // "1 to 65536", "one of: a, b", or "" when any value of the type is valid.
+    std::string RangeText() const;
+    // The current value of this key in `c` against the declared rules.
+    Status Check(const Config& c) const;
+    bool is_integer() const { return type == Type::kInt || type == Type::kInt64; }
   };
   static const std::vector<Key>& Keys();
 
-  // Sets one key from text (flag value) or JSON value; errors name the key.
+  // Sets one key from text (flag value) or JSON value; errors name the key and,
+  // for a value out of range, the range. Nothing is wrapped or clamped.
   Status Set(const std::string& key, const std::string& value);
   Status SetJson(const std::string& key, const nlohmann::json& value);
   // Merges a JSON object: unknown keys and wrong types are errors naming the

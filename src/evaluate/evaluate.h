@@ -1,7 +1,7 @@
 // Quality and privacy evaluation of a synthetic table against the real
 // (training) table, optionally with a holdout of real rows never trained on.
 //
-// Quality (Gretel's Synthetic Quality Score, ANCHOR.md section 8). Every part is a
+// Quality (Gretel's Synthetic Quality Score, docs/reference.md §8). Every part is a
 // distance d (0 = identical) mapped to a score in [0, 100] (100 = identical):
 //   Field distribution stability: per column, Jensen-Shannon distance (base 2,
 //     in [0, 1]) between the real and synthetic histograms. Bins: numeric columns
@@ -19,9 +19,9 @@
 //     (numeric-categorical), computed on both tables; categorical columns keep
 //     their `corr_max_categories` most frequent real values, the rest pooled.
 //     d = mean over i != j of |M_real - M_synth| (in [0, 2], typically < 0.3).
-//       section score = 100 max(0, 1 - d / corr_full_scale)   (corr_full_scale 0.5:
-//       a mean error of 0.05 costs 10 points, losing every association of
-//       typical real data (mean |M| around 0.1-0.3) costs 20-60).
+//       section score = 100 max(0, 1 - d / corr_full_scale)   (corr_full_scale 0.25:
+//       a mean error of 0.05 costs 20 points, losing every association of
+//       typical real data (mean |M| around 0.1-0.3) costs 40 to all 100).
 //     Per pair (i < j): both directions averaged, pair score 100 (1 - |diff|).
 //   Deep structure stability: the real numeric columns z-scored and the
 //     categorical ones one-hot encoded (top `pca_max_onehot` values) and z-scored

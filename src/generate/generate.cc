@@ -1,9 +1,12 @@
 #include "generate/generate.h"
 
+#include <pthread.h>
 #include <signal.h>
+#include <time.h>
 
 #include <algorithm>
 #include <fstream>
+#include <thread>
 
 #include "backend/backend.h"
 #include "io/line_reader.h"
@@ -59,6 +62,12 @@ Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks
   return g;
 }
 
+Result<std::unique_ptr<Model>> LoadModelForGeneration(const std::string& dir) {
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModel(dir));
+  DS_RETURN_IF_ERROR(MakeGenerationModel(*model, RuleChecks{}, ConstraintLevel::kAuto).status());
+  return model;
+}
+
 Result<InferDevice> ResolveInferDevice(const std::string& device, const std::string& gpu_memory,
                                        const std::string& gpu_memory_limit, int workers,
                                        std::string* warning) {
@@ -72,7 +81,8 @@ Result<InferDevice> ResolveInferDevice(const std::string& device, const std::str
   if (!probe.usable) {
     if (req == DeviceRequest::kCuda)
       return DS_ERR(kUnavailable, "--device cuda: no usable GPU: {}", probe.why);
-    if (warning != nullptr) *warning = fmt::format("no usable GPU ({}); running on the CPU", probe.why);
+    if (warning != nullptr && DeviceFallbackWarnings())
+      *warning = fmt::format("no usable GPU ({}); running on the CPU", probe.why);
     return d;
   }
   d.kind = DeviceKind::kCuda;
@@ -107,7 +117,7 @@ Result<std::vector<std::string>> ReadStartStrings(const std::string& path) {
 Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& events,
                             GenerateSummary* summary) {
   *summary = GenerateSummary{};
-  DS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModel(cmd.model_dir));
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModelForGeneration(cmd.model_dir));
   // Output safety, before any work (RunGeneration checks again once it knows
   // whether there is a run to resume).
   OutputPolicy policy = cmd.run.output_policy;
@@ -184,14 +194,59 @@ Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& ev
 
 namespace {
 std::atomic<bool> g_interrupted{false};
+std::atomic<int64_t> g_first_signal_ns{0};
+
+int64_t MonotonicNs() {  // clock_gettime is async-signal-safe
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 
 void OnInterrupt(int sig) {
-  if (g_interrupted.exchange(true)) {
-    ::signal(sig, SIG_DFL);
-    ::raise(sig);
+  const int64_t now = MonotonicNs();
+  if (!g_interrupted.exchange(true)) {
+    g_first_signal_ns.store(now);
+    return;
   }
+  // The same stop delivered twice at once (`timeout` signals the command and
+  // then its process group) is one request; a later signal ends at once.
+  if (now - g_first_signal_ns.load() < 200000000) return;
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
 }
 }  // namespace
+
+const std::atomic<bool>* InstallInterruptThread() {
+  // Threads that exist already (a BLAS pool started when a library loaded)
+  // keep the signals unblocked: the handler runs there (they are idle).
+  struct sigaction sa = {};
+  sa.sa_handler = OnInterrupt;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);  // inherited by every later thread
+  std::thread([set] {
+    while (true) {
+      int sig = 0;
+      if (::sigwait(&set, &sig) != 0) continue;
+      const int64_t now = MonotonicNs();
+      if (!g_interrupted.exchange(true)) {
+        g_first_signal_ns.store(now);
+        continue;
+      }
+      if (now - g_first_signal_ns.load() < 200000000) continue;  // the same request
+      ::signal(sig, SIG_DFL);
+      ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+      ::raise(sig);  // the default action: the process ends
+    }
+  }).detach();
+  return &g_interrupted;
+}
 
 const std::atomic<bool>* InstallInterruptFlag() {
   struct sigaction sa = {};

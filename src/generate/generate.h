@@ -49,6 +49,13 @@ Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks
                                             ConstraintLevel constrain = ConstraintLevel::kAuto,
                                             const InferDevice& device = {});
 
+// LoadModel (model_dir.h: every file, checksum and metadata key) and then
+// every further check generation makes before it samples: the generation
+// model built on the CPU with all rule checks (column_rules.json against the
+// header, constraint tables against the tokenizer). The one validation
+// `generate` and `info` share: a model `info` accepts, `generate` loads.
+Result<std::unique_ptr<Model>> LoadModelForGeneration(const std::string& dir);
+
 // The device of a generation with `workers` worker processes:
 //   device           auto | cpu | cuda (auto: CUDA when a usable GPU is present,
 //                    else the CPU and `warning` says why)
@@ -93,7 +100,16 @@ Status GenerateFromModelDir(const GenerateCommand& command, const GenerateEvents
 
 // Installs SIGINT/SIGTERM handlers that set the returned flag (for CLIs; the
 // library never installs handlers itself). A second signal restores the
-// default action and re-raises it (a second Ctrl-C kills at once).
+// default action and re-raises it (a second Ctrl-C kills at once); one
+// arriving within 0.2 s of the first counts as the same request (`timeout`
+// sends its signal to the command and to its process group).
 const std::atomic<bool>* InstallInterruptFlag();
+// The same flag and rules, but SIGINT / SIGTERM are blocked in every thread
+// and received by a watcher thread (sigwait): no handler ever runs on a
+// compute thread (a signal delivered inside oneDNN's GEMM corrupted its heap;
+// tests/cli_signal_test.sh). For training processes: call it before the
+// compute threads start (the mask is inherited); threads that already exist
+// get the handler (SA_RESTART).
+const std::atomic<bool>* InstallInterruptThread();
 
 }  // namespace ds

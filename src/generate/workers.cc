@@ -562,8 +562,11 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
     }
     if (p.valid + p.invalid > 0) p.valid_share = double(p.valid) / double(p.valid + p.invalid);
     if (p.records_per_s > 0) p.eta_seconds = double(p.wanted - p.valid) / p.records_per_s;
+    // Workers running now; the final report comes after they exited: the
+    // count the run used.
     p.workers = 0;
     for (auto& w : workers) p.workers += w.alive;
+    if (final) p.workers = workers_n - summary->worker_failures;
     p.final = final;
     events.progress(p);
   };

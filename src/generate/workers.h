@@ -70,7 +70,7 @@ struct GenerateProgress {
   double tokens_per_s = 0;
   double valid_share = 0;   // valid / (valid + invalid)
   double eta_seconds = -1;  // -1 = unknown
-  int workers = 0;          // alive
+  int workers = 0;          // running (final report: workers of the run, less failed ones)
   bool final = false;       // the last report of the run
 };
 

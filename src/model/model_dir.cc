@@ -1,8 +1,10 @@
 #include "model/model_dir.h"
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
+#include "io/csv.h"
 #include "util/fs.h"
 
 namespace ds {
@@ -54,6 +56,56 @@ Json ModelMeta::ToJson() const {
   return j;
 }
 
+namespace {
+
+// Checks of model_params.json's "datasynth" block as strict as those of
+// training input: every error names the file and the key.
+Status BadKey(const std::string& src, const char* key, const std::string& why) {
+  return DS_ERR(kCorrupt, "{}: key 'datasynth.{}': {}", src, key, why);
+}
+
+Status CheckMetaDelimiter(const std::string& d, const std::string& src) {
+  if (d.empty()) return Status::Ok();
+  if (d.size() > 1)
+    return BadKey(src, "delimiter",
+                  fmt::format("'{}' is not one ASCII character (model edited or corrupted?)", d));
+  auto r = ParseDelimiter(d);
+  if (!r.ok()) return BadKey(src, "delimiter", std::string(r.status().message()));
+  return Status::Ok();
+}
+
+Status CheckMetaValues(const ModelMeta& m, const std::string& src) {
+  auto bad = [](int v, int hi) { return v < 1 || v > hi; };
+  if (bad(m.spec.vocab_size, 10000000) || bad(m.spec.embedding_dim, 65536) ||
+      bad(m.spec.rnn_units, 65536) || bad(m.spec.num_layers, 64))
+    return DS_ERR(kCorrupt, "{}: network shape out of range", src);
+  if (!(m.spec.dropout_rate >= 0 && m.spec.dropout_rate < 1))
+    return BadKey(src, "network.dropout_rate", fmt::format("{} is not in [0, 1)", m.spec.dropout_rate));
+  if (m.delimiter) {
+    Status h = ValidateHeader(m.header, src + ": key 'datasynth.header'");
+    if (!h.ok()) return DS_ERR(kCorrupt, "{}", h.message());
+  } else if (!m.header.empty()) {
+    return BadKey(src, "header", "a header without a delimiter");
+  }
+  if (m.records < 0) return BadKey(src, "records", "negative");
+  if (m.tokens < 0) return BadKey(src, "tokens", "negative");
+  if (m.epochs_run < 0) return BadKey(src, "epochs_run", "negative");
+  if (m.best_epoch < 0 || m.best_epoch > m.epochs_run)
+    return BadKey(src, "best_epoch", fmt::format("{} is not in [0, epochs_run {}]", m.best_epoch,
+                                                 m.epochs_run));
+  if (!std::isfinite(m.train_seconds) || m.train_seconds < 0)
+    return BadKey(src, "train_seconds", "not a time");
+  if (m.dp && !(std::isfinite(m.epsilon) && m.epsilon >= 0 && m.delta >= 0 && m.delta < 1))
+    return BadKey(src, "epsilon", "not a privacy guarantee");
+  // A plain file name inside the directory: never a path.
+  if (m.weights_file.empty() || m.weights_file.size() > 64 ||
+      m.weights_file.find_first_of("/\\") != std::string::npos || m.weights_file[0] == '.')
+    return DS_ERR(kCorrupt, "{}: bad weights_file name '{}'", src, m.weights_file);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<ModelMeta> ModelMeta::FromJson(const Json& j, const std::string& src) {
   ModelMeta m;
   try {
@@ -69,13 +121,9 @@ Result<ModelMeta> ModelMeta::FromJson(const Json& j, const std::string& src) {
     m.spec.rnn_units = n.at("rnn_units").get<int>();
     m.spec.num_layers = n.at("num_layers").get<int>();
     m.spec.dropout_rate = n.at("dropout_rate").get<float>();
-    auto bad = [](int v, int hi) { return v < 1 || v > hi; };
-    if (bad(m.spec.vocab_size, 10000000) || bad(m.spec.embedding_dim, 65536) ||
-        bad(m.spec.rnn_units, 65536) || bad(m.spec.num_layers, 64))
-      return DS_ERR(kCorrupt, "{}: network shape out of range", src);
     m.header = j.at("header").get<std::vector<std::string>>();
     std::string d = j.at("delimiter").get<std::string>();
-    if (d.size() > 1) return DS_ERR(kCorrupt, "{}: bad delimiter", src);
+    DS_RETURN_IF_ERROR(CheckMetaDelimiter(d, src));
     m.delimiter = d.empty() ? 0 : d[0];
     m.input_path = j.value("input_path", "");
     // Optional: models written before it, and stream inputs, have none.
@@ -95,15 +143,28 @@ Result<ModelMeta> ModelMeta::FromJson(const Json& j, const std::string& src) {
       m.dp_unit = j.value("dp_unit", "");
     }
     m.weights_file = j.value("weights_file", "weights.bin");
-    // A plain file name inside the directory: never a path.
-    if (m.weights_file.empty() || m.weights_file.size() > 64 ||
-        m.weights_file.find_first_of("/\\") != std::string::npos || m.weights_file[0] == '.')
-      return DS_ERR(kCorrupt, "{}: bad weights_file name '{}'", src, m.weights_file);
     m.weights_crc = j.at("weights_crc32").get<uint32_t>();
   } catch (const Json::exception& e) {
     return DS_ERR(kCorrupt, "{}: malformed model metadata: {}", src, e.what());
   }
+  DS_RETURN_IF_ERROR(CheckMetaValues(m, src));
   return m;
+}
+
+// The config keys against the key table (Config::Validate) and the metadata.
+Status CheckParamsAgainstMeta(const Config& c, const ModelMeta& m, const std::string& src) {
+  if (Status s = c.Validate(); !s.ok()) return DS_ERR(kCorrupt, "{}: {}", src, s.message());
+  char d = 0;
+  if (!c.field_delimiter.empty()) {
+    DS_ASSIGN_OR_RETURN(d, ParseDelimiter(c.field_delimiter));
+  }
+  if (d != m.delimiter)
+    return DS_ERR(kCorrupt,
+                  "{}: config key 'field_delimiter' ({}) disagrees with key 'datasynth.delimiter' "
+                  "({}) (model edited?)",
+                  src, Json(c.field_delimiter).dump(),
+                  Json(m.delimiter ? std::string(1, m.delimiter) : std::string()).dump());
+  return Status::Ok();
 }
 
 bool LooksLikeModel(const std::string& dir) { return PathExists(dir + "/model_params.json"); }
@@ -150,7 +211,9 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir) {
   // Optional (models written before it existed have none); see WriteModelParams.
   const Json tokenizer_crc = j["datasynth"].value("tokenizer_crc32", Json());
   j.erase("datasynth");
-  DS_RETURN_IF_ERROR(model->config.MergeJson(j, params_path));
+  if (Status st = model->config.MergeJson(j, params_path); !st.ok())
+    return DS_ERR(kCorrupt, "{}", st.message());
+  DS_RETURN_IF_ERROR(CheckParamsAgainstMeta(model->config, model->meta, params_path));
 
   DS_ASSIGN_OR_RETURN(model->tokenizer, LoadTokenizer(dir));
   if (!tokenizer_crc.is_null()) {

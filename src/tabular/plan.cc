@@ -367,9 +367,11 @@ Result<TabularSpec> TabularSpec::FromJson(const Json& j, const std::string& src)
     s.header = j.at("header").get<std::vector<std::string>>();
     for (const char* key : {"delimiter", "batch_delimiter"}) {
       std::string d = j.at(key).get<std::string>();
-      if (d.size() != 1) return DS_ERR(kCorrupt, "{}: bad {}", src, key);
+      if (d.size() != 1)
+        return DS_ERR(kCorrupt, "{}: key '{}': '{}' is not one ASCII character", src, key, d);
       Result<char> pd = ParseDelimiter(d);
-      if (!pd.ok()) return DS_ERR(kCorrupt, "{}: bad {}: {}", src, key, pd.status().message());
+      if (!pd.ok())
+        return DS_ERR(kCorrupt, "{}: key '{}': {}", src, key, pd.status().message());
       (std::string(key) == "delimiter" ? s.delimiter : s.batch_delimiter) = *pd;
     }
     s.rows = j.at("rows").get<int64_t>();
@@ -398,6 +400,7 @@ Result<TabularSpec> TabularSpec::FromJson(const Json& j, const std::string& src)
 
 Status TabularSpec::Check(const std::string& src) const {
   if (header.empty()) return DS_ERR(kCorrupt, "{}: empty header", src);
+  if (rows < 0) return DS_ERR(kCorrupt, "{}: key 'rows': {} is negative", src, rows);
   std::map<std::string, int> batch_of;
   for (const auto& h : header)
     if (!batch_of.emplace(h, -1).second)

@@ -40,6 +40,10 @@ double Since(Clock::time_point t) {
 
 constexpr const char* kSpecFile = "tabular.json";
 constexpr const char* kTmpDir = ".tabular-tmp";
+// An unfinished run: the plan and settings that --resume needs (with the
+// batch CSVs in kTmpDir and the batch directories' own checkpoints).
+constexpr const char* kResumeFile = "tabular_checkpoint.json";
+constexpr int kResumeVersion = 1;
 
 uint64_t Mix(uint64_t seed, uint64_t k) {
   uint64_t z = seed + 0x9e3779b97f4a7c15ull * (k + 1);
@@ -122,8 +126,13 @@ class PipeObserver : public TrainObserver {
   int fd_;
 };
 
-[[noreturn]] void RunChild(int fd, const TrainOptions& opts) {
-  ::signal(SIGINT, SIG_IGN);  // the parent tears the batch processes down
+[[noreturn]] void RunChild(int fd, const TrainOptions& options) {
+  // The parent stops the batch processes with SIGTERM (also when it dies):
+  // Train() stops between steps and keeps its last saved epoch.
+  TrainOptions opts = options;
+  opts.cancel = InstallInterruptThread();
+  ::signal(SIGINT, SIG_IGN);  // a terminal's Ctrl-C goes to the parent's decision
+  ::signal(SIGPIPE, SIG_IGN);
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   PipeObserver obs(fd);
   Result<TrainSummary> r = Train(opts, &obs);
@@ -157,12 +166,32 @@ struct Child {
   bool done = false;
   Status error;
   BatchTrainResult result;
+  Clock::time_point end;  // of its time budget (scheduling)
 };
 
-void KillAll(std::vector<Child>& running) {
+void HandleLine(Child& c, const std::string& line, TabularObserver& obs);
+
+// Stops the batch processes (SIGTERM: each stops between steps and keeps its
+// last saved epoch), passes on what they still report, and waits for them.
+void KillAll(std::vector<Child>& running, TabularObserver* obs = nullptr) {
   for (auto& c : running)
     if (c.pid > 0) ::kill(c.pid, SIGTERM);
   for (auto& c : running) {
+    if (c.fd >= 0 && obs) {
+      ::fcntl(c.fd, F_SETFL, 0);  // blocking: read to the end
+      char tmp[65536];
+      ssize_t n;
+      while ((n = ::read(c.fd, tmp, sizeof(tmp))) != 0) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) break;
+        c.buf.append(tmp, size_t(n));
+      }
+      size_t pos;
+      while ((pos = c.buf.find('\n')) != std::string::npos) {
+        HandleLine(c, c.buf.substr(0, pos), *obs);
+        c.buf.erase(0, pos + 1);
+      }
+    }
     if (c.pid > 0) {
       int st;
       while (::waitpid(c.pid, &st, 0) < 0 && errno == EINTR) {
@@ -223,12 +252,49 @@ struct BatchJob {
   int batch = 0;
   TrainOptions options;
   int64_t width = 0;  // columns incl. conditioning (scheduling: widest first)
+  int64_t bytes = 0;  // of its CSV: the share of the time budget
 };
 
-// Runs the jobs in at most `procs` child processes at a time.
+// The time budget of a batch starting now, of `remaining` seconds: the largest
+// k such that the jobs not yet started (`pending`, this one first, k seconds
+// per byte each) scheduled greedily on the free slots and on those of the
+// running batches (free when their budgets end, `busy` seconds from now) all
+// end in time. The batch gets k x its bytes: later batches are not starved.
+double AllotSeconds(double remaining, int procs, const std::vector<double>& busy,
+                    const std::vector<int64_t>& pending) {
+  auto fits = [&](double k) {
+    std::vector<double> slots = busy;
+    slots.resize(size_t(std::max<int>(procs, int(busy.size()) + 1)), 0.0);
+    for (int64_t bytes : pending) {
+      auto it = std::min_element(slots.begin(), slots.end());
+      *it += k * double(std::max<int64_t>(bytes, 1));
+      if (*it > remaining) return false;
+    }
+    return true;
+  };
+  double lo = 0, hi = remaining / double(std::max<int64_t>(pending.front(), 1));
+  for (int i = 0; i < 60; ++i) (fits(0.5 * (lo + hi)) ? lo : hi) = 0.5 * (lo + hi);
+  return std::min(remaining, lo * double(std::max<int64_t>(pending.front(), 1)));
+}
+
+// The time budget of jobs[j], starting now (the jobs after it are not started).
+double BudgetFor(const std::vector<BatchJob>& jobs, size_t j, const std::vector<Child>& running,
+                 int procs, Clock::time_point deadline) {
+  const auto now = Clock::now();
+  std::vector<double> busy;
+  for (const auto& c : running)
+    busy.push_back(std::max(0.0, std::chrono::duration<double>(c.end - now).count()));
+  std::vector<int64_t> pending;
+  for (size_t k = j; k < jobs.size(); ++k) pending.push_back(jobs[k].bytes);
+  const double left = std::max(0.0, std::chrono::duration<double>(deadline - now).count());
+  return std::max(1e-3, AllotSeconds(left, procs, busy, pending));
+}
+
+// Runs the jobs in at most `procs` child processes at a time; with a deadline,
+// each batch gets its share of the time left (AllotSeconds).
 Status RunBatchJobs(std::vector<BatchJob> jobs, int procs, const TabularSpec& spec,
-                    const std::atomic<bool>* cancel, TabularObserver& obs,
-                    std::vector<BatchTrainResult>* results) {
+                    const std::atomic<bool>* cancel, std::optional<Clock::time_point> deadline,
+                    TabularObserver& obs, std::vector<BatchTrainResult>* results) {
   std::stable_sort(jobs.begin(), jobs.end(),
                    [](const BatchJob& a, const BatchJob& b) { return a.width > b.width; });
   results->assign(spec.batches.size(), BatchTrainResult{});
@@ -236,11 +302,16 @@ Status RunBatchJobs(std::vector<BatchJob> jobs, int procs, const TabularSpec& sp
   size_t next = 0;
   while (next < jobs.size() || !running.empty()) {
     if (cancel && cancel->load()) {
-      KillAll(running);
+      KillAll(running, &obs);
       return DS_ERR(kCancelled, "training interrupted");
     }
     while (next < jobs.size() && int(running.size()) < procs) {
-      const BatchJob& job = jobs[next++];
+      BatchJob& job = jobs[next++];
+      std::string budget_note;
+      if (deadline) {
+        job.options.time_budget_seconds = BudgetFor(jobs, next - 1, running, procs, *deadline);
+        budget_note = fmt::format(", time budget {:.1f}s", job.options.time_budget_seconds);
+      }
       int fds[2];
       if (::pipe2(fds, O_CLOEXEC) != 0) {
         KillAll(running);
@@ -265,11 +336,15 @@ Status RunBatchJobs(std::vector<BatchJob> jobs, int procs, const TabularSpec& sp
       c.fd = fds[0];
       c.batch = job.batch;
       c.result.threads = job.options.config.threads;
+      c.end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(job.options.time_budget_seconds));
       running.push_back(std::move(c));
       obs.OnInfo(fmt::format(
-          "{}: training ({} + {} conditioning columns, {} threads)",
-          BatchName(spec, size_t(job.batch)), spec.batches[size_t(job.batch)].columns.size(),
-          spec.batches[size_t(job.batch)].condition.size(), job.options.config.threads));
+          "{}: {} ({} + {} conditioning columns, {} threads{})",
+          BatchName(spec, size_t(job.batch)), job.options.resume ? "resuming" : "training",
+          spec.batches[size_t(job.batch)].columns.size(),
+          spec.batches[size_t(job.batch)].condition.size(), job.options.config.threads,
+          budget_note));
     }
     std::vector<pollfd> pfds;
     for (const auto& c : running) pfds.push_back({c.fd, POLLIN, 0});
@@ -320,7 +395,7 @@ Status RunBatchJobs(std::vector<BatchJob> jobs, int procs, const TabularSpec& sp
       }
       if (!failure.ok()) {
         running.erase(running.begin() + long(i));
-        KillAll(running);
+        KillAll(running, &obs);
         return failure;
       }
       (*results)[size_t(c.batch)] = c.result;
@@ -337,24 +412,37 @@ void CleanUp(const std::string& dir, bool created, size_t batches) {
     (void)RemoveTree(dir);
     return;
   }
+  std::remove((dir + "/" + kResumeFile).c_str());  // first: never resumable with parts missing
   (void)RemoveTree(dir + "/" + kTmpDir);
   for (size_t b = 0; b < batches; ++b) (void)RemoveTree(fmt::format("{}/batch_{}", dir, b));
+}
+
+// A model (or an interrupted run) in dir that a new run must not replace
+// without --overwrite.
+Status RefuseExisting(const std::string& dir, bool overwrite) {
+  if (overwrite) return Status::Ok();
+  const bool tabular = IsTabularModel(dir);
+  if (tabular || LooksLikeModel(dir))
+    return DS_ERR(kAlreadyExists,
+                  "{}: already holds a trained {}model; pass --overwrite to replace it", dir,
+                  tabular ? "tabular " : "");
+  if (PathExists(dir + "/" + kResumeFile))
+    return DS_ERR(kAlreadyExists,
+                  "{}: holds an interrupted tabular training run; continue it with `datasynth "
+                  "train --tabular --resume --model-dir {}` or pass --overwrite to start again",
+                  dir, dir);
+  return Status::Ok();
 }
 
 Status PrepareModelDir(const std::string& dir, bool overwrite, bool* created) {
   *created = false;
   if (dir.empty()) return DS_ERR(kInvalidArgument, "no model directory given (--model-dir)");
-  const bool tabular = IsTabularModel(dir);
-  const bool plain = LooksLikeModel(dir);
-  if ((tabular || plain) && !overwrite)
-    return DS_ERR(kAlreadyExists,
-                  "{}: already holds a trained {}model; pass --overwrite to replace it", dir,
-                  tabular ? "tabular " : "");
-  if (tabular) {
-    // tabular.json first: the directory never pairs an old description with new batches.
-    if (std::remove((dir + "/" + kSpecFile).c_str()) != 0 && errno != ENOENT)
-      return DS_ERR(kIo, "{}/{}: cannot remove: {}", dir, kSpecFile, strerror(errno));
-  }
+  DS_RETURN_IF_ERROR(RefuseExisting(dir, overwrite));
+  // tabular.json (and the resume state) first: the directory never pairs an
+  // old description with new batches.
+  for (const char* f : {kSpecFile, kResumeFile})
+    if (std::remove((dir + "/" + f).c_str()) != 0 && errno != ENOENT && errno != ENOTDIR)
+      return DS_ERR(kIo, "{}/{}: cannot remove: {}", dir, f, strerror(errno));
   if (!PathExists(dir)) {
     DS_RETURN_IF_ERROR(MakeDirs(dir));
     *created = true;
@@ -369,6 +457,172 @@ Status PrepareModelDir(const std::string& dir, bool overwrite, bool* created) {
       DS_RETURN_IF_ERROR(RemoveTree(e.path().string()));
   }
   return Status::Ok();
+}
+
+// The settings of batch b's model: the table's, with the batch delimiter and
+// the batch's own seed.
+Config BatchConfig(const Config& base, const TabularSpec& spec, size_t b) {
+  Config c = base;
+  c.field_delimiter = std::string(1, spec.batch_delimiter);
+  c.max_lines = 0;
+  c.overwrite = true;
+  c.seed = int64_t(Mix(spec.seed, b) >> 1) | 1;
+  return c;
+}
+
+// What a batch directory holds: 0 nothing saved, 1 saved epochs, 2 finished.
+int BatchState(const std::string& batch_dir) {
+  Result<std::string> text = ReadFile(batch_dir + "/checkpoint.json", 256 << 20);
+  if (!text.ok()) return 0;
+  Json j = Json::parse(*text, nullptr, false);
+  if (!j.is_object() || !j.contains("done") || !j["done"].is_boolean()) return 1;
+  return j["done"].get<bool>() ? 2 : 1;
+}
+
+// One training run of a table (fresh or resumed), from the batch jobs on.
+struct TabularRun {
+  const TabularTrainOptions* o = nullptr;
+  TabularSpec spec;
+  Config base;  // the batch models' settings before BatchConfig
+  int parallel_batches = 0;
+  std::vector<BatchJob> jobs;
+  bool created = false, resumed = false;
+  double prior_wall = 0;  // seconds of earlier sessions (the time budget)
+  Clock::time_point t0;
+};
+
+Status WriteResumeState(const TabularRun& run, double wall_seconds) {
+  Json j = {{"version", kResumeVersion},
+            {"spec", run.spec.ToJson()},
+            {"config", run.base.ToJson()},
+            {"parallel_batches", run.parallel_batches},
+            {"input_path", run.spec.input_path},
+            {"wall_seconds", wall_seconds}};
+  return WriteFileAtomic(run.o->model_dir + "/" + kResumeFile, j.dump(1) + "\n");
+}
+
+// A failed or interrupted run: an interrupted one that saved something stays
+// resumable; a fresh one that fails otherwise leaves nothing (CleanUp).
+Status RunFailed(const TabularRun& run, const Status& st) {
+  const std::string& dir = run.o->model_dir;
+  const size_t n = run.spec.batches.size();
+  size_t saved = 0, finished = 0;
+  for (size_t b = 0; b < n; ++b) {
+    int state = BatchState(dir + "/" + run.spec.batches[b].dir);
+    saved += state > 0;
+    finished += state == 2;
+  }
+  const bool cancelled = st.code() == Code::kCancelled;
+  if (cancelled && (saved > 0 || run.resumed)) {
+    (void)WriteResumeState(run, run.prior_wall + Since(run.t0));
+    return DS_ERR(kCancelled,
+                  "interrupted; continue with --resume (in {}: {} of {} batch models finished, "
+                  "{} partly trained; finished ones are not trained again)",
+                  dir, finished, n, saved - finished);
+  }
+  if (run.resumed) return st;  // the interrupted run's state stays for another --resume
+  CleanUp(dir, run.created, n);
+  if (cancelled)
+    return DS_ERR(kCancelled,
+                  "interrupted before any batch model saved an epoch; removed {} (nothing to "
+                  "resume)",
+                  run.created ? dir : "this run's files from " + dir);
+  return st;
+}
+
+// 3. trains the batches, 4. writes tabular.json.
+Result<TabularTrainSummary> RunTabular(TabularRun& run, TabularObserver& obs) {
+  const std::string& dir = run.o->model_dir;
+  const int budget = run.base.threads > 0 ? run.base.threads : AvailableCpus();
+  int procs = run.parallel_batches > 0 ? run.parallel_batches : budget;
+  procs = std::max(1, std::min<int>(procs, int(run.jobs.size())));
+  const int threads = std::max(1, budget / procs);
+  for (auto& j : run.jobs) j.options.config.threads = threads;
+  obs.OnInfo(fmt::format("training {} batches, {} at a time with {} thread{} each",
+                         run.jobs.size(), procs, threads, threads == 1 ? "" : "s"));
+  std::optional<Clock::time_point> deadline;
+  if (run.base.max_training_time_seconds > 0) {
+    const double left = std::max(run.base.max_training_time_seconds - run.prior_wall, 1e-3);
+    deadline = run.t0 + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(left));
+    obs.OnInfo(fmt::format("time budget: {:.4g}s for the whole run{}, shared by the batches in "
+                           "proportion to their size",
+                           run.base.max_training_time_seconds,
+                           run.prior_wall > 0
+                               ? fmt::format(" ({:.1f}s used by earlier sessions)", run.prior_wall)
+                               : ""));
+  }
+  std::vector<BatchTrainResult> results;
+  Status st = RunBatchJobs(std::move(run.jobs), procs, run.spec, run.o->cancel, deadline, obs,
+                           &results);
+  if (st.ok())
+    st = WriteFileAtomic(dir + "/" + kSpecFile, run.spec.ToJson().dump(1) + "\n");
+  if (!st.ok()) return RunFailed(run, st);
+  std::remove((dir + "/" + kResumeFile).c_str());
+  (void)RemoveTree(dir + "/" + kTmpDir);
+  TabularTrainSummary summary;
+  summary.spec = run.spec;
+  summary.batches = std::move(results);
+  summary.processes = procs;
+  summary.seconds = Since(run.t0);
+  return summary;
+}
+
+// train --tabular --resume: the stored plan and settings, the kept batch CSVs;
+// finished batches are only reloaded, the others continue from their
+// checkpoints (or start).
+Result<TabularTrainSummary> ResumeTabular(const TabularTrainOptions& o, TabularObserver& obs,
+                                          Clock::time_point t0) {
+  const std::string& dir = o.model_dir;
+  const std::string path = dir + "/" + kResumeFile;
+  if (!PathExists(path))
+    return IsTabularModel(dir)
+               ? DS_ERR(kInvalidArgument, "{}: training already finished; nothing to resume", dir)
+               : DS_ERR(kNotFound, "{}: nothing to resume (no {})", dir, kResumeFile);
+  DS_ASSIGN_OR_RETURN(std::string text, ReadFile(path, 64 << 20));
+  Json j = Json::parse(text, nullptr, false);
+  if (!j.is_object()) return DS_ERR(kCorrupt, "{}: not valid JSON", path);
+  TabularRun run;
+  run.o = &o;
+  run.t0 = t0;
+  run.resumed = true;
+  try {
+    if (j.at("version").get<int>() != kResumeVersion)
+      return DS_ERR(kCorrupt, "{}: unsupported version", path);
+    DS_ASSIGN_OR_RETURN(run.spec, TabularSpec::FromJson(j.at("spec"), path));
+    DS_RETURN_IF_ERROR(run.base.MergeJson(j.at("config"), path));
+    run.parallel_batches = o.tabular.parallel_batches > 0 ? o.tabular.parallel_batches
+                                                          : j.at("parallel_batches").get<int>();
+    run.prior_wall = j.value("wall_seconds", 0.0);
+  } catch (const Json::exception& e) {
+    return DS_ERR(kCorrupt, "{}: {}", path, e.what());
+  }
+  // What may change between sessions (as for train --resume).
+  const Json given = o.config.ToJson();
+  for (const char* k : {"epochs", "max_training_time_seconds", "threads"})
+    if (o.config.IsExplicit(k)) DS_RETURN_IF_ERROR(run.base.SetJson(k, given[k]));
+  int finished = 0;
+  for (size_t b = 0; b < run.spec.batches.size(); ++b) {
+    BatchJob job;
+    job.batch = int(b);
+    job.width = int64_t(run.spec.batches[b].columns.size() + run.spec.batches[b].condition.size());
+    job.options.input_path = fmt::format("{}/{}/batch_{}.csv", dir, kTmpDir, b);
+    job.options.model_dir = dir + "/" + run.spec.batches[b].dir;
+    job.options.config = BatchConfig(run.base, run.spec, b);
+    std::error_code ec;
+    job.bytes = int64_t(std::filesystem::file_size(job.options.input_path, ec));
+    if (ec)
+      return DS_ERR(kCorrupt, "{}: missing ({}); train again with --overwrite",
+                    job.options.input_path, ec.message());
+    const int state = BatchState(job.options.model_dir);
+    job.options.resume = state > 0;
+    finished += state == 2;
+    if (state == 2) job.bytes = 0;  // only reloaded: no share of the time budget
+    run.jobs.push_back(std::move(job));
+  }
+  obs.OnInfo(fmt::format("resuming {}: {} of {} batch models finished", dir, finished,
+                         run.jobs.size()));
+  return RunTabular(run, obs);
 }
 
 }  // namespace
@@ -451,10 +705,8 @@ Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularOb
     return DS_ERR(kInvalidArgument, "no model directory given (--model-dir)");
   // One run per model directory at a time (model/model_dir.h LockModelDir).
   DS_ASSIGN_OR_RETURN(std::unique_ptr<DirLock> lock, LockModelDir(o.model_dir));
-  if ((IsTabularModel(o.model_dir) || LooksLikeModel(o.model_dir)) && !o.config.overwrite)
-    return DS_ERR(kAlreadyExists,
-                  "{}: already holds a trained {}model; pass --overwrite to replace it",
-                  o.model_dir, IsTabularModel(o.model_dir) ? "tabular " : "");
+  if (o.resume) return ResumeTabular(o, obs, t0);
+  DS_RETURN_IF_ERROR(RefuseExisting(o.model_dir, o.config.overwrite));
   if (!InputExists(o.input_path))
     return DS_ERR(kNotFound, "{}: input file does not exist", o.input_path);
 
@@ -523,17 +775,20 @@ Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularOb
                             : fmt::format("  | conditioned on {}", fmt::join(t.condition, ", "))));
   }
 
-  // 2. the model directory and the batch CSVs.
-  bool created = false;
-  DS_RETURN_IF_ERROR(PrepareModelDir(o.model_dir, o.config.overwrite, &created));
+  // 2. the model directory, the batch CSVs and the resume state.
+  TabularRun run;
+  run.o = &o;
+  run.t0 = t0;
+  run.spec = spec;
+  run.base = o.config;
+  run.parallel_batches = tcfg.parallel_batches;
+  DS_RETURN_IF_ERROR(PrepareModelDir(o.model_dir, o.config.overwrite, &run.created));
+  run.created = run.created || lock->created();  // the lock made the directory
   const std::string tmp = o.model_dir + "/" + kTmpDir;
-  std::vector<BatchTrainResult> results;
-  int procs = 1;
   Status st = [&]() -> Status {
     DS_RETURN_IF_ERROR(MakeDirs(tmp));
     std::map<std::string, size_t> index;
     for (size_t c = 0; c < table.header.size(); ++c) index[table.header[c]] = c;
-    std::vector<BatchJob> jobs;
     for (size_t b = 0; b < spec.batches.size(); ++b) {
       const auto& t = spec.batches[b];
       std::vector<size_t> ids;
@@ -553,42 +808,20 @@ Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularOb
       BatchJob job;
       job.batch = int(b);
       job.width = int64_t(ids.size());
+      job.bytes = int64_t(text.size());
       job.options.input_path = fmt::format("{}/batch_{}.csv", tmp, b);
       job.options.model_dir = o.model_dir + "/" + t.dir;
       DS_RETURN_IF_ERROR(WriteFileAtomic(job.options.input_path, text));
-      Config& c = job.options.config;
-      c = o.config;
-      c.field_delimiter = std::string(1, bdelim);
-      c.max_lines = 0;
-      c.overwrite = true;
-      c.seed = int64_t(Mix(spec.seed, b) >> 1) | 1;
-      jobs.push_back(std::move(job));
+      job.options.config = BatchConfig(o.config, spec, b);
+      run.jobs.push_back(std::move(job));
     }
-    // 3. train the batches.
-    const int budget = o.config.threads > 0 ? o.config.threads : AvailableCpus();
-    procs = tcfg.parallel_batches > 0 ? tcfg.parallel_batches : budget;
-    procs = std::max(1, std::min<int>(procs, int(jobs.size())));
-    const int threads = std::max(1, budget / procs);
-    for (auto& j : jobs) j.options.config.threads = threads;
-    obs.OnInfo(fmt::format("training {} batches, {} at a time with {} thread{} each", jobs.size(),
-                           procs, threads, threads == 1 ? "" : "s"));
-    DS_RETURN_IF_ERROR(RunBatchJobs(std::move(jobs), procs, spec, o.cancel, obs, &results));
-    (void)RemoveTree(tmp);
-    // 4. tabular.json last.
-    DS_RETURN_IF_ERROR(
-        WriteFileAtomic(o.model_dir + "/" + kSpecFile, spec.ToJson().dump(1) + "\n"));
-    return Status::Ok();
+    return WriteResumeState(run, 0);
   }();
   if (!st.ok()) {
-    CleanUp(o.model_dir, created, spec.batches.size());
+    CleanUp(o.model_dir, run.created, spec.batches.size());
     return st;
   }
-  TabularTrainSummary summary;
-  summary.spec = spec;
-  summary.batches = std::move(results);
-  summary.processes = procs;
-  summary.seconds = Since(t0);
-  return summary;
+  return RunTabular(run, obs);
 }
 
 // ---------------------------------------------------------------------------
@@ -696,6 +929,20 @@ Result<LoadedBatch> LoadBatch(const std::string& dir, const TabularSpec& spec, s
   return lb;
 }
 
+}  // namespace
+
+Result<TabularSpec> CheckTabularModel(const std::string& dir,
+                                      std::vector<std::unique_ptr<Model>>* batches) {
+  DS_ASSIGN_OR_RETURN(TabularSpec spec, ReadTabularSpec(dir));
+  for (size_t b = 0; b < spec.batches.size(); ++b) {
+    DS_ASSIGN_OR_RETURN(LoadedBatch lb, LoadBatch(dir, spec, b, RuleChecks{}, InferDevice{}));
+    if (batches != nullptr) batches->push_back(std::move(lb.model));
+  }
+  return spec;
+}
+
+namespace {
+
 // Seed values against batch 0's rules and tokenizer: errors name the seed.
 Status CheckSeeds(const TabularSeeds& seeds, const LoadedBatch& b0, char bdelim) {
   ColumnRules sub;
@@ -790,7 +1037,8 @@ Status GenerateTabular(const TabularGenerateOptions& o, TabularObserver* observe
   TabularObserver& obs = observer ? *observer : null_observer;
   *summary = TabularGenerateSummary{};
   auto t0 = Clock::now();
-  DS_ASSIGN_OR_RETURN(TabularSpec spec, ReadTabularSpec(o.model_dir));
+  // Every batch checked up front (a corrupt last batch fails before the first generates).
+  DS_ASSIGN_OR_RETURN(TabularSpec spec, CheckTabularModel(o.model_dir));
   OutputPolicy policy;
   policy.overwrite = o.overwrite;
   policy.model_dir = o.model_dir;
@@ -963,7 +1211,14 @@ Status Synthesize(const SynthesizeOptions& o, TabularObserver* observer,
     train.model_dir = tmp.path;
     train.config.overwrite = true;  // our own fresh directory
   }
-  DS_ASSIGN_OR_RETURN(summary->train, TrainTabular(train, observer));
+  Result<TabularTrainSummary> trained = TrainTabular(train, observer);
+  if (!trained.ok() && trained.status().code() == Code::kCancelled && !tmp.path.empty())
+    return DS_ERR(kCancelled,
+                  "interrupted; the model was in a temporary directory and is removed (pass "
+                  "--model-dir to keep an interrupted run that `train --tabular --resume` can "
+                  "continue)");
+  if (!trained.ok()) return trained.status();
+  summary->train = std::move(trained).value();
   gen.model_dir = train.model_dir;
   if (gen.seed == 0) gen.seed = summary->train.spec.seed;
   if (!gen.cancel) gen.cancel = train.cancel;

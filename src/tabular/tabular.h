@@ -28,6 +28,18 @@
 //   4. write tabular.json LAST (atomically): a directory is a tabular model
 //      exactly when tabular.json exists. On failure, nothing that looks like
 //      a tabular model is left (directories this run created are removed).
+//   Time budget (config.max_training_time_seconds): for the whole run, from
+//   the start of TrainTabular; each batch process gets, when it starts, its
+//   share of the time left (in proportion to its CSV's size, over the batches
+//   not yet started and the process slots; see AllotSeconds) as its
+//   TrainOptions::time_budget_seconds.
+//   Interruption (*cancel, or SIGTERM to the batch processes): every batch
+//   process stops between steps and keeps its last saved epoch; when any batch
+//   saved an epoch, the run stays resumable: m/tabular_checkpoint.json (the
+//   plan and settings) and m/.tabular-tmp/ (the batch CSVs) are kept, and
+//   `resume` continues it: finished batches are only reloaded, the others
+//   continue from their checkpoints (or start). Otherwise it is cleaned up as
+//   a failure.
 //   Under dp (config.dp), associations are not measured (the grouping and the
 //   conditioning choice would reveal data outside the privacy guarantee):
 //   grouping falls back to "order" and batches are independent, unless the
@@ -72,6 +84,13 @@ namespace ds {
 bool IsTabularModel(const std::string& dir);
 // Reads and checks dir/tabular.json.
 Result<TabularSpec> ReadTabularSpec(const std::string& dir);
+// Every check GenerateTabular makes of a tabular model before it generates:
+// tabular.json, and each batch model loaded as generation loads it
+// (LoadModelForGeneration's checks) with the columns and delimiter
+// tabular.json names. `datasynth info` runs the same. `batches` (optional)
+// receives the loaded batch models.
+Result<TabularSpec> CheckTabularModel(const std::string& dir,
+                                      std::vector<std::unique_ptr<Model>>* batches = nullptr);
 
 // A whole table in memory.
 struct RowTable {
@@ -123,6 +142,10 @@ struct TabularTrainOptions {
   std::string input_path;
   std::string model_dir;                      // overwritten only with config.overwrite
   const std::atomic<bool>* cancel = nullptr;  // set -> stop the batch processes, kCancelled
+  // Continue an interrupted run in model_dir: input_path, tabular and most of
+  // config are ignored (the stored ones are used); explicit epochs,
+  // max_training_time_seconds, threads and tabular.parallel_batches > 0 apply.
+  bool resume = false;
 };
 
 struct TabularTrainSummary {

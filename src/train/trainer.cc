@@ -39,6 +39,7 @@ using Clock = std::chrono::steady_clock;
 using Json = nlohmann::json;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int kCheckpointVersion = 1;
 
 bool IsLossMetric(const std::string& m) { return m == "loss" || m == "val_loss"; }
@@ -153,8 +154,11 @@ void RemoveRunFiles(const std::string& dir, const std::vector<std::string>& keep
 class TrainRun {
  public:
   TrainRun(const TrainOptions& o, TrainObserver& obs) : opts_(o), obs_(obs), cfg_(o.config) {}
+  // The model directory did not exist before this run (LockModelDir created it).
+  void SetCreatedDir() { created_dir_ = true; }
 
   Result<TrainSummary> Run() {
+    t0_ = Clock::now();
     DS_RETURN_IF_ERROR(PrepareDirectory());
     Status s = Capture([&] { return Train(); });
     if (!s.ok()) {
@@ -165,6 +169,7 @@ class TrainRun {
         else if (!opts_.resume)
           RemoveRunFiles(opts_.model_dir);
       }
+      if (s.code() == Code::kCancelled) return InterruptedStatus();
       return s;
     }
     return std::move(summary_);
@@ -172,6 +177,71 @@ class TrainRun {
 
  private:
   const std::string& dir() const { return opts_.model_dir; }
+
+  bool Cancelled() const { return opts_.cancel && opts_.cancel->load(std::memory_order_relaxed); }
+  static Status Interrupted() { return DS_ERR(kCancelled, "interrupted"); }
+
+  // What an interrupted run tells the user (tools/cmd_train.cc adds the command).
+  Status InterruptedStatus() const {
+    if (opts_.resume && !epoch_written_)
+      return DS_ERR(kCancelled, "interrupted; continue with --resume (nothing changed in {})",
+                    dir());
+    if (epoch_written_)
+      return DS_ERR(kCancelled,
+                    "interrupted; continue with --resume ({} epoch{} saved in {}; the unfinished "
+                    "epoch was abandoned)",
+                    summary_.history.size(), summary_.history.size() == 1 ? "" : "s", dir());
+    if (created_dir_)
+      return DS_ERR(kCancelled,
+                    "interrupted before the first epoch was saved; removed {} (nothing to resume)",
+                    dir());
+    return DS_ERR(kCancelled,
+                  "interrupted before the first epoch was saved; removed this run's files from {} "
+                  "(nothing to resume)",
+                  dir());
+  }
+
+  // --- time budget (see trainer.h) ---
+  // This session's budget: given, or the configured one less earlier sessions'.
+  void SetBudget(const Json& resume_state) {
+    if (opts_.resume)
+      prior_wall_ = resume_state.value("wall_seconds", resume_state.value("seconds", 0.0));
+    if (opts_.time_budget_seconds > 0)
+      budget_ = opts_.time_budget_seconds;
+    else if (cfg_.max_training_time_seconds > 0)
+      budget_ = std::max(cfg_.max_training_time_seconds - prior_wall_, 1e-3);
+  }
+  double Elapsed() const { return Since(t0_); }
+  // Central estimates (no margins: they would stop early on a busy machine);
+  // the time-boxed validation keeps an underestimate from running over.
+  // The mean step time of this session (the first, warm-up step left out when
+  // there are others).
+  double StepEstimate() const {
+    return steps_timed_ ? step_seconds_ / double(steps_timed_) : last_step_seconds_;
+  }
+  double ValEstimate() const {
+    return cfg_.dp ? 0 : val_batch_seconds_ * double(data_.val_batches());
+  }
+  // Writing an epoch's files: measured after the first one; before, a guess
+  // from the bytes written (weights, checkpoint with optimizer state).
+  double SaveEstimate() const {
+    if (save_seconds_ > 0) return save_seconds_;
+    return 0.1 + 4.0 * double(layout_.total) * sizeof(float) / 2e8;
+  }
+  // Whether `seconds` more work, then the epoch's validation and save (and
+  // the final files, kFinishReserve), fit.
+  static constexpr double kFinishReserve = 0.1;
+  bool Fits(double seconds) const {
+    return budget_ <= 0 ||
+           Elapsed() + seconds + ValEstimate() + SaveEstimate() + kFinishReserve <= budget_;
+  }
+  void ReportBudgetStop(const std::string& where) {
+    obs_.OnInfo(fmt::format(
+        "time budget: stopping {} at {:.1f}s of {:.4g}s{}, so that {}saving fit", where,
+        Elapsed() + prior_wall_, budget_ + prior_wall_,
+        prior_wall_ > 0 ? fmt::format(" (earlier sessions {:.1f}s)", prior_wall_) : "",
+        cfg_.dp || data_.val_batches() == 0 ? "" : "validation and "));
+  }
 
   Status PrepareDirectory() {
     DS_RETURN_IF_ERROR(cfg_.Validate());
@@ -248,11 +318,13 @@ class TrainRun {
     auto t0 = Clock::now();
     Json resume_state;
     if (opts_.resume) DS_RETURN_IF_ERROR(LoadResumeState(&resume_state));
+    SetBudget(resume_state);
     if (cfg_.seed == 0) cfg_.seed = int64_t(std::random_device{}() | 1u);
     seed_ = uint64_t(cfg_.seed);
     threads_ = cfg_.threads > 0 ? cfg_.threads : omp_get_num_procs();
     omp_set_num_threads(threads_);
     DS_ASSIGN_OR_RETURN(fingerprint_, Fingerprint(opts_.input_path));
+    if (Cancelled()) return Interrupted();
     if (opts_.resume && resume_state.at("input_fingerprint").get<std::string>() != fingerprint_)
       return DS_ERR(kInvalidInput, "{}: differs from the input of the interrupted run in {}",
                     opts_.input_path, dir());
@@ -263,6 +335,7 @@ class TrainRun {
       DS_ASSIGN_OR_RETURN(delim, ParseDelimiter(cfg_.field_delimiter));
     }
     DS_ASSIGN_OR_RETURN(InputData input, ReadInput(opts_.input_path, delim, cfg_.max_lines));
+    if (Cancelled()) return Interrupted();
     obs_.OnInfo(fmt::format("read {} records{} from {}", input.records.size(),
                             delim ? fmt::format(" of {} fields", input.header.size()) : "",
                             opts_.input_path));
@@ -295,6 +368,7 @@ class TrainRun {
     obs_.OnInfo(fmt::format("tokenizer: {} with {} tokens{} ({:.1f}s)", tok->type(),
                             tok->vocab_size(), tok->column_markers() ? ", column markers" : "",
                             Since(t0)));
+    if (Cancelled()) return Interrupted();
 
     // Sequences (DP: one example per record).
     int max_batch = cfg_.batch_size, max_steps = cfg_.seq_length;
@@ -331,6 +405,7 @@ class TrainRun {
     best_ = best_for_patience_ = lower_better_ ? std::numeric_limits<double>::infinity()
                                                : -std::numeric_limits<double>::infinity();
     summary_.untrained_val_loss = UntrainedLoss();
+    if (Cancelled()) return Interrupted();
 
     int first_epoch = 1;
     if (opts_.resume) {
@@ -344,13 +419,25 @@ class TrainRun {
       obs_.OnInfo(fmt::format("resuming after epoch {} (step {})", first_epoch - 1, global_step_));
     }
 
+    return TrainEpochs(first_epoch, input, delim, *tok, t0);
+  }
+
+  // The epochs from first_epoch on, then the final files.
+  Status TrainEpochs(int first_epoch, const InputData& input, char delim, const Tokenizer& tok,
+                     Clock::time_point t0) {
     if (cfg_.dp) ResetNoise();
     OptimizerConfig opt;
     opt.name = cfg_.optimizer;
     opt.learning_rate = float(cfg_.learning_rate);
-    train_start_ = Clock::now();
     stop_reason_ = "epochs";
     for (int epoch = first_epoch; epoch <= cfg_.epochs; ++epoch) {
+      // A fresh run trains at least one step; later epochs (and resumed runs)
+      // start only when a step and the epoch's validation and save fit.
+      if ((epoch > first_epoch || opts_.resume) && !Fits(StepEstimate())) {
+        ReportBudgetStop(fmt::format("before epoch {}", epoch));
+        stop_reason_ = "time_limit";
+        break;
+      }
       EpochResult r;
       bool time_up = false, budget_spent = false;
       DS_RETURN_IF_ERROR(RunEpoch(epoch, opt, &r, &time_up, &budget_spent));
@@ -379,7 +466,7 @@ class TrainRun {
       if (stop) break;
     }
     done_ = true;
-    return Finish(input, delim, *tok, t0);
+    return Finish(input, delim, tok, t0);
   }
 
   // The compute device: --device auto picks CUDA when a usable GPU is there
@@ -517,7 +604,8 @@ class TrainRun {
       for (size_t i = 0; i < first.size(); ++i) first[i] = int64_t(i);
       recs_.FillBatch(first.data(), int(first.size()), &b);
     } else if (data_.val_batches() > 0) {
-      return Validate().first;
+      // Also measures the validation cost; under a budget at most 5% of it.
+      return Validate(budget_ > 0 ? 0.05 * budget_ : kInf, 3).loss;
     } else {
       data_.TrainBatch(data_.EpochOrder(0, cfg_.buffer_size), 0, &b);
     }
@@ -525,19 +613,39 @@ class TrainRun {
     return s.loss_sum / s.count;
   }
 
-  // (loss, accuracy) over the validation batches; NaN without validation.
-  std::pair<double, double> Validate() {
-    if (cfg_.dp || data_.val_batches() == 0) return {kNaN, kNaN};
+  struct ValResult {
+    double loss = kNaN, accuracy = kNaN;  // NaN without validation
+    int64_t batches = 0;                  // evaluated
+    bool cancelled = false;
+  };
+  // Loss and accuracy over the validation batches, or over the first of them
+  // that fit in max_seconds (at least one; they are a fixed random sample of
+  // the stream). Measures the time per batch.
+  ValResult Validate(double max_seconds = kInf, int64_t min_batches = 1) {
+    ValResult v;
+    if (cfg_.dp || data_.val_batches() == 0) return v;
     StepStats sum;
     Batch batch;
+    auto v0 = Clock::now();
+    double first = 0;  // the first batch's time (warm-up), left out of the estimate
     for (int64_t b = 0; b < data_.val_batches(); ++b) {
+      if (Cancelled()) {
+        v.cancelled = true;
+        return v;
+      }
+      if (b >= min_batches && Since(v0) * double(b + 1) / double(b) > max_seconds) break;
       data_.ValBatch(b, &batch);
       StepStats s = backend_->Step(batch, /*train=*/false, 0);
       sum.loss_sum += s.loss_sum;
       sum.correct += s.correct;
       sum.count += s.count;
+      v.batches = b + 1;
+      if (b == 0) first = Since(v0);
     }
-    return {sum.loss_sum / sum.count, sum.correct / sum.count};
+    val_batch_seconds_ = v.batches > 1 ? (Since(v0) - first) / double(v.batches - 1) : first;
+    v.loss = sum.loss_sum / sum.count;
+    v.accuracy = sum.correct / sum.count;
+    return v;
   }
 
   // One DP-SGD step: Poisson-sample records, per-record clipped gradient sum
@@ -592,6 +700,13 @@ class TrainRun {
     StepStats sum;
     Batch batch;
     for (int64_t b = 0; b < steps; ++b) {
+      if (Cancelled()) return Interrupted();  // the unfinished epoch is abandoned
+      if (b > 0 && !Fits(StepEstimate())) {
+        ReportBudgetStop(fmt::format("epoch {} at step {}/{}", epoch, b, steps));
+        *time_up = true;
+        break;
+      }
+      auto s0 = Clock::now();
       uint64_t dropout_seed = seed_ ^ (0x9e3779b97f4a7c15ull * uint64_t(global_step_ + 1));
       StepStats s;
       if (cfg_.dp) {
@@ -606,6 +721,11 @@ class TrainRun {
         s = backend_->Step(batch, /*train=*/true, dropout_seed);
       }
       backend_->ApplyOptimizer(opt, ++global_step_);
+      last_step_seconds_ = Since(s0);
+      if (steps_seen_++ > 0) {
+        step_seconds_ += last_step_seconds_;
+        ++steps_timed_;
+      }
       if (!std::isfinite(s.loss_sum))
         return DS_ERR(kInternal,
                       "training diverged at epoch {} step {} (loss is not finite); lower "
@@ -626,18 +746,21 @@ class TrainRun {
       p.eta_seconds = elapsed / double(b + 1) *
                       double(steps - b - 1 + int64_t(cfg_.epochs - epoch) * steps);
       obs_.OnProgress(p);
-      if (cfg_.max_training_time_seconds > 0 &&
-          Since(train_start_) + prior_seconds_ > cfg_.max_training_time_seconds) {
-        *time_up = true;
-        break;
-      }
     }
     double train_seconds = Since(e0);
     compute_seconds_ += train_seconds;
     r->epoch = epoch;
     r->loss = sum.loss_sum / std::max(sum.count, 1.0);
     r->accuracy = sum.correct / std::max(sum.count, 1.0);
-    std::tie(r->val_loss, r->val_accuracy) = Validate();
+    // Time-boxed under a budget: what is left after the save.
+    ValResult v =
+        Validate(budget_ > 0 ? budget_ - Elapsed() - SaveEstimate() - kFinishReserve : kInf);
+    if (v.cancelled) return Interrupted();
+    if (v.batches > 0 && v.batches < data_.val_batches())
+      obs_.OnInfo(fmt::format("time budget: epoch {} validated on {} of {} batches", epoch,
+                              v.batches, data_.val_batches()));
+    r->val_loss = v.loss;
+    r->val_accuracy = v.accuracy;
     if (cfg_.dp) {
       r->delta = dp_.plan.delta;
       r->epsilon = dp_.accountant.GetEpsilon(dp_.plan.delta).epsilon;
@@ -663,6 +786,13 @@ class TrainRun {
   // Writes the epoch's files in an order that keeps every name valid if the
   // process dies between any two writes.
   Status EndEpoch(EpochResult& r, const InputData& input, char delim) {
+    auto s0 = Clock::now();
+    DS_RETURN_IF_ERROR(WriteEpoch(r, input, delim));
+    save_seconds_ = std::max(save_seconds_, Since(s0));
+    return Status::Ok();
+  }
+
+  Status WriteEpoch(EpochResult& r, const InputData& input, char delim) {
     const int epoch = r.epoch;
     double m = MetricOf(r, metric_);
     bool improved = lower_better_ ? m < best_ : m > best_;
@@ -726,6 +856,7 @@ class TrainRun {
     j["best_metric"] = best_metric_;
     j["trained_tokens"] = trained_tokens_;
     j["seconds"] = compute_seconds_ + prior_seconds_;
+    j["wall_seconds"] = prior_wall_ + Elapsed();  // the time budget's clock
     j["untrained_loss"] = summary_.untrained_val_loss;
     j["done"] = done_;
     j["stop_reason"] = stop_reason_;
@@ -834,7 +965,11 @@ class TrainRun {
   int wait_ = 0, best_epoch_ = 0;
   int64_t global_step_ = 0, trained_tokens_ = 0, epoch_start_tokens_ = 0;
   double compute_seconds_ = 0, prior_seconds_ = 0;
-  Clock::time_point train_start_;
+  // Time budget: this call's start, budget (0 = none) and the measured costs.
+  Clock::time_point t0_;
+  double budget_ = 0, prior_wall_ = 0;
+  double step_seconds_ = 0, last_step_seconds_ = 0, val_batch_seconds_ = 0, save_seconds_ = 0;
+  int64_t steps_seen_ = 0, steps_timed_ = 0;
   std::string stop_reason_ = "epochs";
   std::string weights_file_, checkpoint_file_;
   uint32_t weights_crc_ = 0;
@@ -848,6 +983,7 @@ Result<TrainSummary> Train(const TrainOptions& options, TrainObserver* observer)
   DS_ASSIGN_OR_RETURN(std::unique_ptr<DirLock> lock, LockModelDir(options.model_dir));
   TrainObserver null_observer;
   TrainRun run(options, observer ? *observer : null_observer);
+  if (lock->created()) run.SetCreatedDir();
   Result<TrainSummary> r = run.Run();
   // A directory this run created (the lock did) and left with neither a model
   // nor a checkpoint goes.

@@ -12,10 +12,25 @@
 //   A failure before step 5 leaves no model_params.json: nothing that looks
 //   like a model (a directory we created is removed).
 //
+// Time budget: max_training_time_seconds (or TrainOptions::time_budget_seconds)
+// covers the whole call from its start, reading and tokenizer included, and
+// earlier sessions of a resumed run. Before every step the trainer checks that
+// the step, the epoch's validation pass and the checkpoint still fit (from the
+// measured step, validation and save times); when they do not, it stops the
+// epoch there, validates (time-boxed: the first validation batches that fit)
+// and saves, and reports one OnInfo line. At least one step runs.
+//
+// Cancellation: when *TrainOptions::cancel becomes true (the CLI sets it from
+// SIGINT / SIGTERM), the run stops between steps (or between validation
+// batches), abandons the unfinished epoch and returns kCancelled: the last
+// saved epoch stays a loadable model and `--resume` continues from it. A run
+// that saved no epoch removes what it wrote (its directory, if it created it).
+//
 // The library reports progress through TrainObserver; it never writes to the
 // terminal itself.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -60,6 +75,11 @@ struct TrainOptions {
   std::string input_path;
   std::string model_dir;
   bool resume = false;
+  const std::atomic<bool>* cancel = nullptr;  // set -> stop at the next step, kCancelled
+  // > 0: the time budget of this call alone (tabular batches: their share of
+  // the table's budget); it replaces config.max_training_time_seconds and
+  // does not count earlier sessions.
+  double time_budget_seconds = 0;
 };
 
 struct TrainSummary {
