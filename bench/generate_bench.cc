@@ -250,6 +250,7 @@ int Main(int argc, char** argv) {
       ro.parallelism = w;
       ro.format = OutputFormat::kText;
       ro.output = fmt::format("/tmp/generate_bench_out_{}.txt", getpid());
+      ro.output_policy.overwrite = true;  // every repetition writes the same file
       peak.clear();
       GenerateEvents ev;
       ev.progress_interval_s = 0.25;

@@ -70,7 +70,7 @@ rm -f "$OUT" "$OUT".partial "$OUT".progress.json
 echo "generating $N records with $W workers -> $OUT"
 start=$EPOCHREALTIME
 "$DS" generate --model-dir "$MODEL" --num-lines "$N" --parallelism "$W" --seed "$SEED" \
-  --format jsonl --max-invalid 1000000000 --constrain "$CONSTRAIN" --output "$OUT" 2>"$DIR/generate.log" &
+  --format jsonl --max-invalid 1000000000 --constrain "$CONSTRAIN" --output "$OUT" --overwrite 2>"$DIR/generate.log" &
 pid=$!
 
 # Memory: one sample a second, main process and workers (its children):
@@ -109,7 +109,7 @@ print(n)
 EOF
 )
 "$DS" generate --model-dir "$MODEL" --num-lines "$FIRST_VALID" --parallelism 1 --seed "$SEED" \
-  --format jsonl --max-invalid 1000000000 --constrain "$CONSTRAIN" --output "$REF" 2>/dev/null
+  --format jsonl --max-invalid 1000000000 --constrain "$CONSTRAIN" --output "$REF" --overwrite 2>/dev/null
 
 python3 - "$OUT" "$N" "$C" "$DIR/memory.csv" "$REF" "$DIR/chunks.csv" "$start" "$end" <<'EOF'
 import csv, hashlib, json, sys

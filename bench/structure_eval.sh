@@ -70,7 +70,7 @@ if has_phase generate; then
       for l in $LEVELS; do
         out=$WORK/synth_${d}_${TOKENIZER}_${m}_$l.csv
         echo "== generate $d markers=$m constrain=$l"
-        "$DS_BIN" generate --model-dir "$dir" --num-lines "$NUM_LINES" --output "$out" \
+        "$DS_BIN" generate --model-dir "$dir" --num-lines "$NUM_LINES" --output "$out" --overwrite \
           --seed "$SEED" --gen-temp 1.0 --constrain "$l" --max-invalid 1000000 \
           >"$WORK/gen_${d}_${TOKENIZER}_${m}_$l.log" 2>&1 || true
         tail -1 "$WORK/gen_${d}_${TOKENIZER}_${m}_$l.log"

@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
   double t1 = Now();
   g.model_dir = model_dir;
   g.output = output;
+  g.overwrite = true;  // reruns replace the last output
   ds::TabularGenerateSummary gs;
   ds::Status st = ds::GenerateTabular(g, &log, &gs);
   double t2 = Now();

@@ -15,7 +15,7 @@ mkdir -p "$OUT"
 $DS train --input examples/telco_churn_2k.csv --field-delimiter , --model-dir "$OUT/model" \
   --tokenizer char --rnn-units 128 --embedding-dim 64 --epochs "${EPOCHS:-25}" --seed 7 --overwrite
 $DS info --model-dir "$OUT/model"
-$DS generate --model-dir "$OUT/model" --num-lines 1000 --output "$OUT/synthetic.csv" --seed 7
+$DS generate --model-dir "$OUT/model" --num-lines 1000 --output "$OUT/synthetic.csv" --seed 7 --overwrite
 echo "--- first records of $OUT/synthetic.csv ---"
 head -n 6 "$OUT/synthetic.csv"
 $DS evaluate --real examples/telco_churn_2k.csv --synthetic "$OUT/synthetic.csv" --report "$OUT/report.html"

@@ -29,9 +29,9 @@ expect_error() {
   local name=$1 want_rc=$2 want=$3 left=$4
   shift 5
   local out rc
-  out=$(timeout "$CASE_TIMEOUT" "$DS" "$@" 2>&1 >/dev/null)
+  out=$(timeout -k 5 "$CASE_TIMEOUT" "$DS" "$@" 2>&1 >/dev/null)
   rc=$?
-  if [ $rc -eq 124 ]; then fail "$name: no answer within ${CASE_TIMEOUT}s (hang)"; return; fi
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then fail "$name: no answer within ${CASE_TIMEOUT}s (hang)"; return; fi
   if [ $rc -eq 0 ]; then fail "$name: exit 0"; return; fi
   if [ "$want_rc" != any ] && [ $rc -ne "$want_rc" ]; then fail "$name: exit $rc, want $want_rc: $out"; return; fi
   if ! grep -qF -- "$want" <<<"$out"; then fail "$name: message '$out' lacks '$want'"; return; fi
@@ -158,9 +158,10 @@ else
 fi
 
 # A binary file given as text (the datasynth executable) and as CSV (random bytes).
-expect_error binary_as_text 2 "NUL byte at byte" "$TMP/m_bin" -- \
+# Detected in the first MiB, before any record is read (issue #13 item 4).
+expect_error binary_as_text 2 "binary data, not text" "$TMP/m_bin" -- \
   train --input "$DS" --model-dir "$TMP/m_bin" "${SMALL[@]}"
-expect_error binary_as_text_names_line 2 "$(basename "$DS"):1:" "$TMP/m_bin" -- \
+expect_error binary_as_text_names_file 2 "$(basename "$DS"): binary data" "$TMP/m_bin" -- \
   train --input "$DS" --model-dir "$TMP/m_bin" "${SMALL[@]}"
 head -c 65536 /dev/urandom > "$TMP/random.bin"
 train_error binary_as_csv "random.bin:" "$TMP/random.bin"
@@ -343,6 +344,135 @@ expect_error model_dir_as_input 1 "model: is a directory, not a file" "$TMP/m_di
   train --input "$M" "${CSV[@]}" --model-dir "$TMP/m_dirin" "${SMALL[@]}"
 model_error file_as_model_dir "not a trained model" "$TMP/good.csv"
 
+# ============ output safety (issue #13 item 3): nothing replaced, nothing followed =====
+T=(timeout -k 5 60)
+gen() { "${T[@]}" "$DS" generate --model-dir "$M" --num-lines 3 --seed 1 --parallelism 1 "$@"; }
+sum() { md5sum "$1" | cut -d' ' -f1; }
+echo keep > "$TMP/existing.csv"
+expect_error overwrite_refused 2 "existing.csv: already exists; pass --overwrite to replace it" "" -- \
+  generate --model-dir "$M" --num-lines 3 --output "$TMP/existing.csv" --seed 1
+[ "$(cat "$TMP/existing.csv")" = keep ] && pass "overwrite_refused: file untouched" ||
+  fail "overwrite_refused: existing.csv was changed"
+if gen --output "$TMP/existing.csv" --overwrite >/dev/null 2>&1 && head -1 "$TMP/existing.csv" | grep -q '^name,age,city$'; then
+  pass "overwrite allowed with --overwrite"
+else
+  fail "--overwrite did not replace existing.csv"
+fi
+gen --output /dev/null >/dev/null 2>&1 && gen --output /dev/null >/dev/null 2>&1 &&
+  pass "/dev/null is written again and again, without --overwrite" || fail "-o /dev/null refused"
+[ "$(gen --output - 2>/dev/null | wc -l)" -eq 4 ] && pass "-o - writes stdout" || fail "-o - broken"
+
+good_sum=$(sum "$TMP/good.csv")
+ln -f "$TMP/good.csv" "$TMP/good_hardlink.csv"; ln -sf good.csv "$TMP/good_symlink.csv"
+for target in good.csv good_hardlink.csv good_symlink.csv; do
+  expect_error "output_is_training_input ($target)" 2 "is the training input of this model" "" -- \
+    generate --model-dir "$M" --num-lines 3 --output "$TMP/$target" --seed 1 --overwrite
+done
+[ "$(sum "$TMP/good.csv")" = "$good_sum" ] && pass "training input untouched" || fail "training input changed"
+params_sum=$(sum "$M/model_params.json")
+for target in model_params.json synth.csv "$W"; do
+  expect_error "output_inside_model_dir ($target)" 2 "is inside the model directory" "" -- \
+    generate --model-dir "$M" --num-lines 3 --output "$M/$target" --seed 1 --overwrite
+done
+mkdir -p "$M/sub"
+expect_error "output_inside_model_dir (subdirectory, via ..)" 2 "is inside the model directory" "" -- \
+  generate --model-dir "$M" --num-lines 3 --output "$M/sub/../x.csv" --seed 1 --overwrite
+rmdir "$M/sub"
+expect_error "output_inside_other_model_dir" 2 "is inside the model directory" "" -- \
+  generate --model-dir "$M" --num-lines 3 --output "$TMP/model_other/x.csv" --seed 1 --overwrite
+[ "$(sum "$M/model_params.json")" = "$params_sum" ] && [ ! -e "$M/synth.csv" ] &&
+  "$DS" info --model-dir "$M" >/dev/null 2>&1 && pass "model directory untouched" ||
+  fail "model directory changed"
+
+echo "secret" > "$TMP/victim.txt"
+ln -sf "$TMP/victim.txt" "$TMP/planted.csv.partial"
+expect_error partial_symlink_not_followed 2 "planted.csv.partial: is a symbolic link; refusing to follow it" \
+  "$TMP/planted.csv" -- generate --model-dir "$M" --num-lines 3 --output "$TMP/planted.csv" --seed 1
+expect_error "partial_symlink_not_followed (--resume)" 2 "is a symbolic link; refusing to follow it" \
+  "$TMP/planted.csv" -- generate --model-dir "$M" --num-lines 3 --output "$TMP/planted.csv" --seed 1 --resume
+[ "$(cat "$TMP/victim.txt")" = secret ] && [ -L "$TMP/planted.csv.partial" ] &&
+  pass "symlink target untouched" || fail "the symlink at planted.csv.partial was followed"
+
+# Two trainings into one directory: the second fails at once, the first goes on.
+"${T[@]}" "$DS" train --input "$TMP/good.csv" "${CSV[@]}" --model-dir "$TMP/m_conc" --epochs 100000 --early-stopping=false \
+  --embedding-dim 8 --rnn-units 16 --batch-size 4 --seq-length 16 --threads 1 --tokenizer char >/dev/null 2>&1 &
+first=$!
+for _ in $(seq 100); do [ -e "$TMP/m_conc/.datasynth.lock" ] && break; sleep 0.05; done
+expect_error concurrent_train_refused 1 "another datasynth process is already training into this directory" "" -- \
+  train --input "$TMP/good.csv" "${CSV[@]}" --model-dir "$TMP/m_conc" "${SMALL[@]}" --overwrite
+kill -0 $first 2>/dev/null && pass "the first training run is still running" || fail "the first run died"
+kill $first 2>/dev/null; wait $first 2>/dev/null
+expect_error train_into_existing_model 2 "already holds a trained model; pass --overwrite to replace it" "" -- \
+  train --input "$TMP/good.csv" "${CSV[@]}" --model-dir "$M" "${SMALL[@]}"
+[ "$(sum "$M/model_params.json")" = "$params_sum" ] && pass "existing model untouched" || fail "existing model changed"
+
+# ================== inputs (issue #13 item 4): streams, devices, binary ==================
+ms() { date +%s%3N; }
+# "Fails fast": under 1 s (3 s in the sanitizer build, whose start-up alone is slower).
+FAST_MS=${FAST_MS:-$([ -n "${ASAN_OPTIONS:-}" ] && echo 3000 || echo 1000)}
+for dev in /dev/zero /dev/urandom; do
+  t0=$(ms)
+  expect_error "device_input ($dev)" 2 "$dev: is a character device, not a file or a pipe" "$TMP/m_dev" -- \
+    train --input "$dev" --model-dir "$TMP/m_dev" "${SMALL[@]}"
+  [ $(( $(ms) - t0 )) -lt "$FAST_MS" ] && pass "$dev refused in under $FAST_MS ms" || fail "$dev took $(( $(ms) - t0 )) ms"
+  [ -e "$TMP/m_dev" ] && fail "$dev: left the model directory" || true
+done
+for src in /dev/urandom /dev/zero; do
+  t0=$(ms)
+  out=$(cat "$src" | timeout -k 5 20 "$DS" train --input - --model-dir "$TMP/m_pipebin" "${SMALL[@]}" 2>&1)
+  rc=$?
+  if [ $rc -eq 2 ] && grep -q "<stdin>: binary data, not text" <<<"$out" && [ $(( $(ms) - t0 )) -lt "$FAST_MS" ]; then
+    pass "binary pipe from $src refused in the first MiB ($(( $(ms) - t0 )) ms)"
+  else
+    fail "binary pipe from $src: rc $rc in $(( $(ms) - t0 )) ms: $out"
+  fi
+done
+head -c 3000000 /dev/urandom > "$TMP/big_random.csv"
+train_error binary_in_first_mib "big_random.csv: binary data, not text" "$TMP/big_random.csv"
+
+stream_ok() {  # stream_ok NAME MODEL_DIR: the run's output says it read all 60 records
+  if [ "$3" -eq 0 ] && grep -q "read 60 records" <<<"$4" && [ -e "$2/model_params.json" ]; then
+    pass "$1"
+  else
+    fail "$1: rc $3: $(tail -3 <<<"$4")"
+  fi
+}
+out=$(cat "$TMP/good.csv" | timeout -k 5 60 "$DS" train --input /dev/stdin "${CSV[@]}" \
+  --model-dir "$TMP/m_stdin" "${SMALL[@]}" 2>&1); stream_ok "/dev/stdin piped" "$TMP/m_stdin" $? "$out"
+out=$(gzip -c "$TMP/good.csv" | timeout -k 5 60 "$DS" train --input - "${CSV[@]}" \
+  --model-dir "$TMP/m_dash" "${SMALL[@]}" 2>&1); stream_ok "gzip piped into --input -" "$TMP/m_dash" $? "$out"
+out=$(timeout -k 5 60 "$DS" train --input <(cat "$TMP/good.csv") "${CSV[@]}" \
+  --model-dir "$TMP/m_procsub" "${SMALL[@]}" 2>&1); stream_ok "process substitution <(...)" "$TMP/m_procsub" $? "$out"
+mkfifo "$TMP/fifo"
+(cat "$TMP/good.csv" > "$TMP/fifo") &
+out=$(timeout -k 5 60 "$DS" train --input "$TMP/fifo" "${CSV[@]}" --model-dir "$TMP/m_fifo" "${SMALL[@]}" 2>&1)
+stream_ok "FIFO with a writer" "$TMP/m_fifo" $? "$out"
+kill $! 2>/dev/null; wait $! 2>/dev/null
+t0=$(ms)
+DATASYNTH_FIFO_WAIT_SECONDS=1 expect_error fifo_without_writer 1 "fifo: a FIFO with no writer (waited 1 s)" \
+  "$TMP/m_fifo_nw" -- train --input "$TMP/fifo" "${CSV[@]}" --model-dir "$TMP/m_fifo_nw" "${SMALL[@]}"
+[ $(( $(ms) - t0 )) -lt 10000 ] && pass "FIFO without a writer gave up after the wait" || fail "FIFO wait too long"
+[ -e "$TMP/m_fifo_nw" ] && fail "fifo_without_writer: left the model directory" || true
+
+# generate's start strings too.
+expect_error start_strings_device 2 "start strings: /dev/zero: is a character device" "$TMP/ss_dev.csv" -- \
+  generate --model-dir "$M" --start-strings /dev/zero --output "$TMP/ss_dev.csv"
+out=$(timeout -k 5 60 "$DS" generate --model-dir "$M" --start-strings <(printf 'n1,\nn2,\n') --seed 1 \
+  --parallelism 1 2>&1 >"$TMP/ss_pipe.csv")
+[ $? -eq 0 ] && [ "$(wc -l < "$TMP/ss_pipe.csv")" -eq 3 ] && pass "start strings from <(...)" ||
+  fail "start strings from <(...): $out"
+
+# evaluate reads its tables through the same reader.
+gen --output "$TMP/eval_syn.csv" >/dev/null 2>&1
+expect_error evaluate_device 2 "/dev/zero: is a character device" "" -- \
+  evaluate --real /dev/zero --synthetic "$TMP/eval_syn.csv"
+expect_error evaluate_binary 2 "big_random.csv: binary data, not text" "" -- \
+  evaluate --real "$TMP/good.csv" --synthetic "$TMP/big_random.csv"
+DATASYNTH_FIFO_WAIT_SECONDS=1 expect_error evaluate_fifo_without_writer 1 "a FIFO with no writer" "" -- \
+  evaluate --real "$TMP/good.csv" --synthetic "$TMP/fifo"
+out=$(cat "$TMP/eval_syn.csv" | timeout -k 5 60 "$DS" evaluate --real <(cat "$TMP/good.csv") --synthetic - 2>&1)
+[ $? -eq 0 ] && grep -q "60 real / 3 synthetic rows" <<<"$out" && pass "evaluate reads <(...) and stdin" ||
+  fail "evaluate with streams: $out"
 # ============================ flag and config ranges (#13 item 5) ============================
 # Every value is range-checked when parsed, naming the flag or key and the range: no
 # silent default (negative --num-lines gave 1000 records), no clamp (2^66 records), no

@@ -4,6 +4,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -662,6 +664,105 @@ TEST(CsvDatasets, EveryDatasetParsesWithConsistentFieldCounts) {
   while (lines->Next(&line).value()) {
   }
   EXPECT_EQ(lines->line(), 720);
+}
+
+
+// ---- what may be an input (issue #13 item 4) ----
+
+TEST(InputKinds, BinarySampleDetection) {
+  EXPECT_TRUE(CheckTextSample("", "f").ok());
+  EXPECT_TRUE(CheckTextSample(std::string(10, '\0'), "f").ok());  // short: the readers decide
+  std::string text;
+  for (int i = 0; i < 100; ++i) text += "Zürich,42,\t\"quoted\"\r\n";
+  EXPECT_TRUE(CheckTextSample(text, "f").ok());
+  std::string one_nul = text;
+  one_nul[50] = '\0';  // a stray byte: left to the readers, which name its line
+  EXPECT_TRUE(CheckTextSample(one_nul, "f").ok());
+  std::string small = text.substr(0, 80);
+  small[70] = '\0';
+  EXPECT_TRUE(CheckTextSample(small, "f").ok());
+  Status zeros = CheckTextSample(std::string(4096, '\0'), "zero.bin");
+  EXPECT_EQ(zeros.code(), Code::kInvalidInput);
+  EXPECT_NE(zeros.message().find("zero.bin: binary data, not text"), std::string::npos);
+  std::string random(1 << 16, ' ');
+  Philox rng(3, 0);
+  for (char& c : random) c = char(rng.Below(256));
+  EXPECT_EQ(CheckTextSample(random, "r").code(), Code::kInvalidInput);
+  std::string hive;  // \x01-delimited fields: control characters are not binary
+  for (int i = 0; i < 100; ++i) hive += "a\x01" "b\x01" "c\n";
+  EXPECT_TRUE(CheckTextSample(hive, "f").ok());
+  std::string latin1;  // 10% invalid bytes: still text (the readers report the first)
+  for (int i = 0; i < 100; ++i) latin1 += "Z\xfcrich,1\n";
+  EXPECT_TRUE(CheckTextSample(latin1, "f").ok());
+  EXPECT_NE(CheckTextSample("\xff\xfe" "a\0b\0", "u16").message().find("UTF-16"),
+            std::string::npos);
+}
+
+TEST_F(CsvTest, BinaryInputFailsBeforeReadingOn) {
+  std::string bin(3 << 20, '\0');
+  auto r = CsvReader::Open(Write("big.bin", bin), CsvOptions{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("big.bin: binary data"), std::string::npos);
+  auto l = LineReader::Open(Write("big2.bin", bin));
+  ASSERT_FALSE(l.ok());
+  // Gzip of binary data: checked after decompression.
+  EXPECT_FALSE(InputStream::Open(Write("bin.gz", Gzip(bin))).ok());
+}
+
+TEST(InputKinds, DevicesAreRefusedAtOnce) {
+  for (const char* dev : {"/dev/zero", "/dev/urandom", "/dev/null"}) {
+    auto in = InputStream::Open(dev);
+    ASSERT_FALSE(in.ok()) << dev;
+    EXPECT_EQ(in.status().code(), Code::kInvalidInput);
+    EXPECT_NE(in.status().message().find("is a character device, not a file or a pipe"),
+              std::string::npos);
+  }
+}
+
+TEST(InputKinds, APipeIsReadOnceAndEveryOpenSeesTheSameBytes) {
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  const std::string data = "a,b\n1,2\n3,4\n";
+  ASSERT_EQ(::write(p[1], data.data(), data.size()), ssize_t(data.size()));
+  ::close(p[1]);
+  const std::string path = "/dev/fd/" + std::to_string(p[0]);  // as <(...) gives
+  for (int pass = 0; pass < 3; ++pass) {
+    auto in = InputStream::Open(path, 16);
+    ASSERT_TRUE(in.ok()) << in.status().ToString();
+    EXPECT_EQ((*in)->path(), path);
+    std::string got(100, '\0');
+    got.resize((*in)->ReadFull(got.data(), got.size()).value());
+    EXPECT_EQ(got, data) << "pass " << pass;
+  }
+  ::close(p[0]);
+  EXPECT_TRUE(InputExists("-"));
+}
+
+TEST_F(CsvTest, AFifoWithoutAWriterFailsAfterTheWait) {
+  const std::string fifo = dir_ + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ::setenv("DATASYNTH_FIFO_WAIT_SECONDS", "0", 1);
+  auto in = InputStream::Open(fifo);
+  ::unsetenv("DATASYNTH_FIFO_WAIT_SECONDS");
+  ASSERT_FALSE(in.ok());
+  EXPECT_EQ(in.status().code(), Code::kUnavailable);
+  EXPECT_NE(in.status().message().find("a FIFO with no writer"), std::string::npos);
+  // With a writer: read, and a second open reads the same copy (no second writer).
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int fd = ::open(fifo.c_str(), O_WRONLY);
+    const char msg[] = "x\ny\n";
+    _exit(fd >= 0 && ::write(fd, msg, 4) == 4 ? 0 : 1);
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    auto r = LineReader::Open(fifo);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    std::string line, all;
+    while ((*r)->Next(&line).value()) all += line + "|";
+    EXPECT_EQ(all, "x|y|");
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
 }
 
 }  // namespace

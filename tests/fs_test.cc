@@ -1,6 +1,7 @@
 #include "util/fs.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -183,6 +184,7 @@ TEST_F(FsTest, AtomicFileWriterWithoutCommitLeavesNothing) {
 }
 
 TEST_F(FsTest, ReadFileErrors) {
+  EXPECT_EQ(ReadFile("/dev/zero").status().code(), Code::kInvalidInput);  // at once
   const std::string p = dir_ + "/f.txt";
   ASSERT_TRUE(WriteFileAtomic(p, "0123456789").ok());
   EXPECT_EQ(ReadFile(p, 10).value(), "0123456789");
@@ -214,6 +216,144 @@ TEST_F(FsTest, MakeDirsRemoveTreePathExists) {
   EXPECT_FALSE(PathExists(dir_ + "/a"));
   EXPECT_TRUE(RemoveTree(dir_ + "/a").ok());  // missing is fine
   EXPECT_TRUE(List(dir_).empty());
+}
+
+
+// ---- output safety helpers (issue #13 item 3) ----
+
+TEST_F(FsTest, IdentifyFileSeesThroughSymlinksAndHardLinks) {
+  const std::string f = dir_ + "/input.csv", hard = dir_ + "/hard.csv", sym = dir_ + "/sym.csv";
+  ASSERT_TRUE(WriteFileAtomic(f, "a,b\n1,2\n").ok());
+  ASSERT_EQ(::link(f.c_str(), hard.c_str()), 0);
+  ASSERT_EQ(::symlink("input.csv", sym.c_str()), 0);
+  std::optional<FileIdentity> id = IdentifyFile(f);
+  ASSERT_TRUE(id.has_value());
+  EXPECT_EQ(id->path, RealPath(f).value());
+  EXPECT_EQ(id->path[0], '/');
+  EXPECT_TRUE(IsSameFile(f, *id));
+  EXPECT_TRUE(IsSameFile(hard, *id));  // same inode and mtime
+  EXPECT_TRUE(IsSameFile(sym, *id));   // followed
+  EXPECT_TRUE(IsSameFile(dir_ + "/./input.csv", *id));
+  const std::string other = dir_ + "/other.csv";
+  ASSERT_TRUE(WriteFileAtomic(other, "x\n").ok());
+  EXPECT_FALSE(IsSameFile(other, *id));
+  EXPECT_FALSE(IsSameFile(dir_ + "/missing.csv", *id));
+  // The same inode number with another mtime and path: not the same file.
+  FileIdentity reused = *IdentifyFile(other);
+  reused.path = "/elsewhere/other.csv";
+  reused.mtime_ns += 1;
+  EXPECT_FALSE(IsSameFile(other, reused));
+  EXPECT_FALSE(IdentifyFile(dir_).has_value());  // directories are not files
+  EXPECT_FALSE(IdentifyFile(dir_ + "/missing").has_value());
+}
+
+TEST_F(FsTest, PathIsWithinAndResolvedParent) {
+  EXPECT_TRUE(PathIsWithin("/a/b", "/a/b"));
+  EXPECT_TRUE(PathIsWithin("/a/b/c", "/a/b"));
+  EXPECT_FALSE(PathIsWithin("/a/bc", "/a/b"));
+  EXPECT_FALSE(PathIsWithin("/a", "/a/b"));
+  EXPECT_TRUE(PathIsWithin("/x", "/"));
+  ASSERT_EQ(::mkdir((dir_ + "/model").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink("model", (dir_ + "/link").c_str()), 0);
+  const std::string real_dir = RealPath(dir_).value();
+  EXPECT_EQ(ResolvedParent(dir_ + "/link/out.csv").value(), real_dir + "/model");
+  EXPECT_EQ(ResolvedParent(dir_ + "/model/../out.csv").value(), real_dir);
+  EXPECT_EQ(ResolvedParent(dir_ + "/nodir/out.csv").status().code(), Code::kNotFound);
+}
+
+TEST_F(FsTest, NoFollowOpensRefuseSymlinksAndCreateExclusiveNeverReuses) {
+  const std::string victim = dir_ + "/victim", link = dir_ + "/out.partial";
+  ASSERT_TRUE(WriteFileAtomic(victim, "keep me").ok());
+  ASSERT_EQ(::symlink("victim", link.c_str()), 0);
+  Result<int> fd = OpenExistingNoFollow(link, O_RDWR);
+  ASSERT_FALSE(fd.ok());
+  EXPECT_EQ(fd.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(fd.status().message().find("is a symbolic link; refusing to follow it"),
+            std::string::npos);
+  Result<int> c = CreateExclusive(link, O_RDWR);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Code::kAlreadyExists);
+  // A dangling symlink is not followed either (O_EXCL|O_NOFOLLOW).
+  const std::string dangling = dir_ + "/dangling";
+  ASSERT_EQ(::symlink("created-through-link", dangling.c_str()), 0);
+  EXPECT_EQ(CreateExclusive(dangling, O_RDWR).status().code(), Code::kAlreadyExists);
+  EXPECT_FALSE(PathExists(dir_ + "/created-through-link"));
+  EXPECT_EQ(ReadFile(victim).value(), "keep me");
+  EXPECT_EQ(OpenExistingNoFollow(dir_ + "/missing", O_RDONLY).status().code(), Code::kNotFound);
+  EXPECT_EQ(OpenExistingNoFollow(dir_, O_RDONLY).status().code(), Code::kInvalidArgument);
+  Result<int> ok = CreateExclusive(dir_ + "/new", O_RDWR, 0600);
+  ASSERT_TRUE(ok.ok());
+  ::close(*ok);
+  Result<int> again = OpenExistingNoFollow(dir_ + "/new", O_RDWR);
+  ASSERT_TRUE(again.ok());
+  ::close(*again);
+}
+
+TEST_F(FsTest, AtomicWriteDoesNotFollowAPlantedTempName) {
+  // The temp name is random (O_EXCL|O_NOFOLLOW, see fs.h); what can be planted
+  // is a symlink at the destination: the rename replaces the link, never its target.
+  const std::string victim = dir_ + "/victim", link = dir_ + "/out.json";
+  ASSERT_TRUE(WriteFileAtomic(victim, "keep me").ok());
+  ASSERT_EQ(::symlink("victim", link.c_str()), 0);
+  ASSERT_TRUE(WriteFileAtomic(link, "new").ok());
+  EXPECT_EQ(ReadFile(victim).value(), "keep me");
+  struct stat st;
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+}
+
+TEST_F(FsTest, DirLockIsExclusiveAndCleansUp) {
+  const std::string d = dir_ + "/model";
+  {
+    Result<std::unique_ptr<DirLock>> a = DirLock::Acquire(d, ".lock", "training into");
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    EXPECT_TRUE((*a)->created());
+    EXPECT_TRUE(PathExists(d + "/.lock"));
+    // A second holder (another open file description, as another process has)
+    // fails at once with a clear message.
+    Result<std::unique_ptr<DirLock>> b = DirLock::Acquire(d, ".lock", "training into");
+    ASSERT_FALSE(b.ok());
+    EXPECT_EQ(b.status().code(), Code::kIo);
+    EXPECT_NE(b.status().message().find("another datasynth process is already training into"),
+              std::string::npos);
+    // In a child process too.
+    pid_t pid = ::fork();
+    if (pid == 0) _exit(DirLock::Acquire(d, ".lock", "x").ok() ? 1 : 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  // Released: the directory it created held nothing else, so it is gone.
+  EXPECT_FALSE(PathExists(d));
+  {  // and so are the parents it created; RemoveDirOnRelease removes a filled one
+    auto a = DirLock::Acquire(dir_ + "/p/q/m", ".lock", "training into");
+    ASSERT_TRUE(a.ok());
+    ASSERT_TRUE(WriteFileAtomic(dir_ + "/p/q/m/partial.bin", "x").ok());
+    (*a)->RemoveDirOnRelease();
+  }
+  EXPECT_FALSE(PathExists(dir_ + "/p"));
+  ASSERT_EQ(::mkdir(d.c_str(), 0755), 0);
+  ASSERT_TRUE(WriteFileAtomic(d + "/model_params.json", "{}").ok());
+  {
+    auto a = DirLock::Acquire(d, ".lock", "training into");
+    ASSERT_TRUE(a.ok());
+    EXPECT_FALSE((*a)->created());
+    (*a)->RemoveDirOnRelease();  // not created by it: ignored
+  }
+  EXPECT_EQ(List(d), std::vector<std::string>{"model_params.json"});  // lock file removed
+  {
+    auto a = DirLock::Acquire(d, ".lock", "training into");
+    ASSERT_TRUE(a.ok());  // free again
+  }
+  // A symlink planted at the lock file's name is not followed.
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/victim", "keep me").ok());
+  ASSERT_EQ(::symlink("../victim", (d + "/.lock").c_str()), 0);
+  auto s = DirLock::Acquire(d, ".lock", "training into");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("symbolic link"), std::string::npos);
+  EXPECT_EQ(ReadFile(dir_ + "/victim").value(), "keep me");
+  // Not a directory.
+  EXPECT_FALSE(DirLock::Acquire(dir_ + "/victim", ".lock", "x").ok());
 }
 
 }  // namespace

@@ -90,6 +90,9 @@ class GenerateModelDir : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fmt::format("{}/gen_e2e_{}", ::testing::TempDir(), getpid());
+    // Outputs beside the model directory: generate never writes inside one.
+    out_ = dir_ + "_out";
+    ASSERT_TRUE(MakeDirs(out_).ok());
     ASSERT_TRUE(RemoveTree(dir_).ok());
     ASSERT_TRUE(MakeDirs(dir_).ok());
     header_ = {"species", "island", "mass"};
@@ -124,7 +127,10 @@ class GenerateModelDir : public ::testing::Test {
     ASSERT_TRUE(WriteFileAtomic(dir_ + "/column_rules.json", rules.ToJson().dump()).ok());
     ASSERT_TRUE(WriteModelParams(dir_, cfg, meta).ok());
   }
-  void TearDown() override { (void)RemoveTree(dir_); }
+  void TearDown() override {
+    (void)RemoveTree(dir_);
+    (void)RemoveTree(out_);
+  }
 
   GenerateCommand Command(double parallelism, const std::string& out) {
     GenerateCommand c;
@@ -142,14 +148,14 @@ class GenerateModelDir : public ::testing::Test {
     return c;
   }
 
-  std::string dir_;
+  std::string dir_, out_;
   std::vector<std::string> header_;
 };
 
 TEST_F(GenerateModelDir, ReproducibleAcrossParallelism) {
   std::string ref;
   for (int p : {1, 2, 3}) {
-    std::string out = fmt::format("{}/out{}.jsonl", dir_, p);
+    std::string out = fmt::format("{}/out{}.jsonl", out_, p);
     GenerateSummary sum;
     Status st = GenerateFromModelDir(Command(p, out), {}, &sum);
     ASSERT_TRUE(st.ok()) << st.ToString();
@@ -164,14 +170,14 @@ TEST_F(GenerateModelDir, ReproducibleAcrossParallelism) {
 TEST_F(GenerateModelDir, StartStringsFileAndRules) {
   std::string prefixes = dir_ + "/prefixes.txt";
   { std::ofstream(prefixes) << "Adelie,\nGentoo,Dream,\nChinstrap,\n"; }
-  GenerateCommand c = Command(2, dir_ + "/p.csv");
+  GenerateCommand c = Command(2, out_ + "/p.csv");
   c.format = OutputFormat::kCsv;
   c.start_strings_file = prefixes;
   GenerateSummary sum;
   Status st = GenerateFromModelDir(c, {}, &sum);
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(sum.valid, 3);
-  std::string csv = ReadAll(dir_ + "/p.csv");
+  std::string csv = ReadAll(out_ + "/p.csv");
   std::istringstream in(csv);
   std::string line;
   std::vector<std::string> lines;
@@ -183,22 +189,22 @@ TEST_F(GenerateModelDir, StartStringsFileAndRules) {
   EXPECT_EQ(lines[3].rfind("Chinstrap,", 0), 0u);
 
   // A start string without the trailing delimiter is a clear error.
-  c = Command(1, dir_ + "/bad.csv");
+  c = Command(1, out_ + "/bad.csv");
   c.run.gen.start_string = "Adelie";
   st = GenerateFromModelDir(c, {}, &sum);
   EXPECT_EQ(st.code(), Code::kInvalidArgument);
   EXPECT_NE(st.message().find("must end with the field delimiter"), std::string::npos);
-  EXPECT_FALSE(PathExists(dir_ + "/bad.csv"));
+  EXPECT_FALSE(PathExists(out_ + "/bad.csv"));
 
   // Full rules on random weights: invalid records carry the rule they broke.
-  c = Command(2, dir_ + "/rules.jsonl");
+  c = Command(2, out_ + "/rules.jsonl");
   c.checks = RuleChecks{};
   c.constrain = ConstraintLevel::kNone;  // constrained decoding would make every record valid
   c.num_lines = 2;
   c.max_invalid = 40;
   st = GenerateFromModelDir(c, {}, &sum);
   ASSERT_TRUE(st.ok() || st.code() == Code::kResourceExhausted) << st.ToString();
-  std::istringstream jin(ReadAll(dir_ + "/rules.jsonl"));
+  std::istringstream jin(ReadAll(out_ + "/rules.jsonl"));
   int explained = 0;
   while (std::getline(jin, line)) {
     auto j = nlohmann::json::parse(line);

@@ -217,6 +217,77 @@ TEST_F(GenerateResume, SettingsComparisonNamesTheDifferences) {
 
 // ---------------- output sink ----------------
 
+// Output safety (issue #13 item 3): what a sink may replace, and partial files
+// that are never followed or written through.
+TEST_F(GenerateResume, OutputTargetChecks) {
+  const std::string in = dir_ + "/input.csv", out = dir_ + "/out.csv";
+  WriteAll(in, "a,b\n1,2\n");
+  WriteAll(out, "old\n");
+  OutputPolicy p;
+  Status st = CheckOutputTarget(out, p);
+  EXPECT_EQ(st.code(), Code::kAlreadyExists);
+  EXPECT_NE(st.message().find("out.csv: already exists; pass --overwrite"), std::string::npos);
+  WriteAll(ProgressPath(out), "{}");
+  EXPECT_NE(CheckOutputTarget(out, p).message().find("or --resume"), std::string::npos);
+  p.overwrite = true;
+  EXPECT_TRUE(CheckOutputTarget(out, p).ok());
+  EXPECT_TRUE(CheckOutputTarget(dir_ + "/new.csv", OutputPolicy{}).ok());
+  EXPECT_TRUE(CheckOutputTarget("/dev/null", OutputPolicy{}).ok());
+  EXPECT_TRUE(CheckOutputTarget("-", OutputPolicy{}).ok());
+  // The training input, under its name, a hard link and a symlink.
+  p.training_input = IdentifyFile(in);
+  ASSERT_TRUE(::link(in.c_str(), (dir_ + "/hard.csv").c_str()) == 0);
+  ASSERT_TRUE(::symlink("input.csv", (dir_ + "/sym.csv").c_str()) == 0);
+  for (const char* name : {"/input.csv", "/hard.csv", "/sym.csv"}) {
+    Status t = CheckOutputTarget(dir_ + name, p);
+    EXPECT_EQ(t.code(), Code::kInvalidArgument) << name;
+    EXPECT_NE(t.message().find("is the training input"), std::string::npos) << t.message();
+  }
+  // Inside the model directory (also below it, through ..), or any model's.
+  const std::string model = dir_ + "/model", other = dir_ + "/other";
+  ASSERT_TRUE(MakeDirs(model + "/sub").ok());
+  ASSERT_TRUE(MakeDirs(other + "/deep/er").ok());
+  WriteAll(other + "/model_params.json", "{}");
+  p.model_dir = model;
+  for (std::string target : {model + "/x.csv", model + "/sub/x.csv", model + "/sub/../y.csv",
+                             other + "/x.csv", other + "/deep/er/x.csv"}) {
+    Status t = CheckOutputTarget(target, p);
+    EXPECT_EQ(t.code(), Code::kInvalidArgument) << target;
+    EXPECT_NE(t.message().find("is inside the model directory"), std::string::npos) << target;
+  }
+  EXPECT_TRUE(CheckOutputTarget(dir_ + "/beside.csv", p).ok());
+}
+
+TEST_F(GenerateResume, PartialFilesAreNeverFollowedOrWrittenThrough) {
+  const std::string out = dir_ + "/o.txt", victim = dir_ + "/victim";
+  WriteAll(victim, "secret");
+  // A symlink at the partial name: refused, fresh and resumed.
+  ASSERT_EQ(::symlink("victim", PartialPath(out).c_str()), 0);
+  auto s = OutputSink::Open(out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("is a symbolic link; refusing to follow it"),
+            std::string::npos);
+  EXPECT_FALSE(OutputSink::OpenForResume(out, 0, 0).ok());
+  EXPECT_EQ(ReadAll(victim), "secret");
+  // A hard link there (a stale partial file, as far as the name shows): replaced by
+  // a new file, the linked data untouched.
+  ASSERT_EQ(::unlink(PartialPath(out).c_str()), 0);
+  ASSERT_EQ(::link(victim.c_str(), PartialPath(out).c_str()), 0);
+  {
+    auto sink = OutputSink::Open(out);
+    ASSERT_TRUE(sink.ok()) << sink.status().ToString();
+    ASSERT_TRUE((*sink)->Write("generated\n").ok());
+    ASSERT_TRUE((*sink)->Finish().ok());
+  }
+  EXPECT_EQ(ReadAll(victim), "secret");
+  EXPECT_EQ(ReadAll(out), "generated\n");
+  // A symlink at the final name of an in-place resume: refused too.
+  ASSERT_EQ(::unlink(out.c_str()), 0);
+  ASSERT_EQ(::symlink("victim", out.c_str()), 0);
+  EXPECT_FALSE(OutputSink::OpenForResume(out, 0, 0).ok());
+  EXPECT_EQ(ReadAll(victim), "secret");
+}
+
 TEST_F(GenerateResume, SinkResumeVerifiesAndTruncates) {
   std::string out = dir_ + "/s.txt";
   uint64_t bytes;
@@ -294,6 +365,7 @@ RunOptions BaseOptions(const std::string& output) {
   o.parallelism = 2;
   o.output = output;
   o.checkpoint_interval_s = 0.005;  // many checkpoints: many resume points
+  o.output_policy.overwrite = true;  // some runs write the same file again
   return o;
 }
 

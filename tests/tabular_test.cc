@@ -508,6 +508,7 @@ class PairModel : public testing::Test {
   static RowTable Generate(const std::string& model, TabularGenerateOptions o, Status* st = nullptr) {
     o.model_dir = *dir_ / model;
     o.output = *dir_ / "out.csv";
+    o.overwrite = true;  // every call writes the same file
     o.parallelism = 1;
     TabularGenerateSummary sum;
     Status s = GenerateTabular(o, nullptr, &sum);
@@ -660,6 +661,7 @@ TEST(TabularEndToEnd, SeedColumnsAndValueForms) {
   TabularGenerateOptions g;
   g.model_dir = dir / "m";
   g.output = dir / "s.csv";
+  g.overwrite = true;  // written again below
   g.num_lines = 200;
   g.seed_fields = {"note=a, b"};  // a seed value holding the table's delimiter
   TabularGenerateSummary sum;

@@ -14,7 +14,7 @@ struct GenArgs {
   double parallelism = 0;
   ConfigFlags gen;  // --num-lines, --gen-temp, ..., --seed: ranges from the config key table
   SeedFlags seeds;
-  bool resume = false;
+  bool resume = false, overwrite = false;
   double checkpoint_interval = 1.0;
   bool no_field_count = false, no_types = false, no_ranges = false, no_categories = false,
        no_empty = false;
@@ -58,6 +58,7 @@ int RunTabularGenerate(const GenArgs& a, const GenOverrides& v) {
   TabularGenerateOptions o;
   o.model_dir = a.model_dir;
   o.output = a.output;
+  o.overwrite = a.overwrite;
   o.num_lines = v.num_lines;
   o.seed = v.seed;
   o.gen_temp = v.gen_temp;
@@ -101,6 +102,7 @@ int RunGenerate(const GenArgs& a, bool device_given) {
   c.run.output = a.output;
   c.run.parallelism = a.parallelism;
   c.run.resume = a.resume;
+  c.run.output_policy.overwrite = a.overwrite;
   c.run.checkpoint_interval_s = a.checkpoint_interval;
   c.run.gen.seed = v.seed;
   if (!a.start_string.empty()) c.run.gen.start_string = a.start_string;
@@ -179,6 +181,9 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_option("--model-dir,-m", a.model_dir, "trained model directory")->required();
   a.gen.AddKey(cmd, "gen_lines", "--num-lines,-n", "the model's gen_lines", "valid records to generate");
   cmd->add_option("--output,-o", a.output, "output file ('-' or none: stdout)");
+  cmd->add_flag("--overwrite", a.overwrite,
+                "replace an existing output file (never the training input or a file in a "
+                "model directory)");
   cmd->add_option("--format", a.format, "csv | text | jsonl [default: csv for tables, else text]");
   cmd->add_option("--parallelism,-p", a.parallelism,
                   "worker processes: 0 = all CPUs, n, -x = CPUs - x, 0.5 = half [default: 0]");

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "io/input.h"
 #include "util/rng.h"
 
 namespace ds {
@@ -239,28 +240,9 @@ Result<Table> ParseTable(std::string_view text, char delimiter, const std::strin
 }
 
 Result<Table> ReadTable(const std::string& path, char delimiter) {
-  std::string data;
-  const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
-  if (gz) {
-    gzFile f = gzopen(path.c_str(), "rb");
-    if (!f) return DS_ERR(kNotFound, "{}: cannot open: {}", path, std::strerror(errno));
-    char buf[1 << 16];
-    int got;
-    while ((got = gzread(f, buf, sizeof(buf))) > 0) data.append(buf, size_t(got));
-    int err = 0;
-    const char* msg = gzerror(f, &err);
-    bool failed = got < 0 || (err != Z_OK && err != Z_STREAM_END);
-    std::string why = failed ? msg : "";
-    gzclose(f);
-    if (failed) return DS_ERR(kIo, "{}: gzip read failed: {}", path, why);
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return DS_ERR(kNotFound, "{}: cannot open: {}", path, std::strerror(errno));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) return DS_ERR(kIo, "{}: read failed", path);
-    data = std::move(ss).str();
-  }
+  // The inputs' reader (io/input.h): gzip by content, streams read once, devices
+  // refused, binary data detected in the first MiB.
+  DS_ASSIGN_OR_RETURN(std::string data, ReadAllInput(path, size_t{4} << 30));
   return ParseTable(data, delimiter, path);
 }
 

@@ -2,9 +2,10 @@
 // an inferred type.
 //
 // Reading: RFC 4180 CSV (quoted fields, "" escapes, CR/LF/CRLF line ends,
-// newlines inside quotes, optional UTF-8 BOM), first row is the header; a path
-// ending in ".gz" is decompressed with zlib. This is a private whole-file reader
-// for src/evaluate; it may later be replaced by src/io's streaming reader.
+// newlines inside quotes, optional UTF-8 BOM), first row is the header. The bytes
+// come from io/input.h's reader (gzip decompressed by content; pipes, FIFOs and
+// <(...) read once; devices refused; binary data refused in the first MiB); the
+// parser is private to src/evaluate.
 //
 // Missing values: an empty field is missing (the datasets' convention). Nothing
 // else is: "NA" or "None" are ordinary values (ames uses "None" as a category).

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "backend/backend.h"
+#include "io/line_reader.h"
 #include "backend/memory_estimate.h"
 #include "backend/registry.h"
 
@@ -90,15 +91,17 @@ Result<InferDevice> ResolveInferDevice(const std::string& device, const std::str
 }
 
 Result<std::vector<std::string>> ReadStartStrings(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return DS_ERR(kNotFound, "{}: cannot open the start strings file", path);
+  // The inputs' line reader (io/line_reader.h): CRLF, BOM, gzip, pipes and <(...);
+  // devices and binary data refused at once, invalid UTF-8 named by line.
+  Result<std::unique_ptr<LineReader>> in = LineReader::Open(path);
+  if (!in.ok()) return in.status().WithContext("start strings");
   std::vector<std::string> out;
   std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  for (;;) {
+    DS_ASSIGN_OR_RETURN(bool more, (*in)->Next(&line));
+    if (!more) break;
     out.push_back(line);
   }
-  if (in.bad()) return DS_ERR(kIo, "{}: read failed", path);
   if (out.empty()) return DS_ERR(kInvalidInput, "{}: no start strings", path);
   return out;
 }
@@ -107,6 +110,13 @@ Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& ev
                             GenerateSummary* summary) {
   *summary = GenerateSummary{};
   DS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModelForGeneration(cmd.model_dir));
+  // Output safety, before any work (RunGeneration checks again once it knows
+  // whether there is a run to resume).
+  OutputPolicy policy = cmd.run.output_policy;
+  policy.model_dir = cmd.model_dir;
+  policy.training_input = model->meta.input_file;
+  policy.resume = cmd.run.resume;
+  DS_RETURN_IF_ERROR(CheckOutputTarget(cmd.run.output, policy));
   // The device: the worker count decides each worker's share of the GPU.
   DS_ASSIGN_OR_RETURN(int workers, ResolveParallelism(cmd.run.parallelism, AvailableCpus()));
   {
@@ -128,6 +138,8 @@ Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& ev
     for (const auto& w : gm.constraints->unenforced()) events.warning(w);
   }
   RunOptions run = cmd.run;
+  run.output_policy.model_dir = cmd.model_dir;
+  run.output_policy.training_input = model->meta.input_file;
   const Config& c = model->config;
   GenerateOptions& g = run.gen;
   g.num_lines = cmd.num_lines.value_or(c.gen_lines);

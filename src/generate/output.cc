@@ -12,6 +12,7 @@
 
 #include "generate/resume.h"
 #include "io/csv.h"
+#include "model/model_dir.h"
 #include "model/tensor_file.h"
 
 namespace ds {
@@ -51,9 +52,17 @@ Status CheckNotDirectory(const std::string& path) {
 }
 }  // namespace
 
-Status OutputSink::OpenPartial(const std::string& data, bool truncate) {
-  fd_ = ::open(data.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd_ < 0) return DS_ERR(kIo, "{}: cannot create output {}: {}", path_, data, strerror(errno));
+// Opens an existing output file of ours (a partial file, or the final name of a
+// run that stopped with an error) and takes its lock.
+Status OutputSink::LockExisting(const std::string& data) {
+  Result<int> fd = OpenExistingNoFollow(data, O_RDWR);
+  if (!fd.ok()) {
+    done_ = true;  // not ours: never remove it
+    return Status(fd.status().code(),
+                  fmt::format("{}: cannot open output: {}", path_, fd.status().message()),
+                  __FILE__, __LINE__);
+  }
+  fd_ = *fd;
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     int e = errno;
     ::close(fd_);
@@ -63,8 +72,73 @@ Status OutputSink::OpenPartial(const std::string& data, bool truncate) {
       return DS_ERR(kIo, "{}: another process is writing this output ({} is locked)", path_, data);
     return DS_ERR(kIo, "{}: cannot lock {}: {}", path_, data, strerror(e));
   }
-  if (truncate && ::ftruncate(fd_, 0) != 0)
-    return DS_ERR(kIo, "{}: cannot truncate {}: {}", path_, data, strerror(errno));
+  return Status::Ok();
+}
+
+Status OutputSink::CreatePartial() {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    Result<int> fd = CreateExclusive(temp_, O_RDWR);
+    if (fd.ok()) {
+      fd_ = *fd;
+      if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return Status::Ok();
+      ::close(fd_);  // another run opened our new file already: it is theirs
+      fd_ = -1;
+      done_ = true;
+      return DS_ERR(kIo, "{}: another process is writing this output ({} is locked)", path_, temp_);
+    }
+    if (fd.status().code() != Code::kAlreadyExists)
+      return DS_ERR(kIo, "{}: cannot create output {}", path_, fd.status().message());
+    // A stale partial file (an interrupted run): take its lock, so that a live
+    // run's file is never touched, then unlink the name (not the data: a hard
+    // link elsewhere keeps its content) and create a new file.
+    DS_RETURN_IF_ERROR(LockExisting(temp_));
+    if (::unlink(temp_.c_str()) != 0) {
+      Status st = DS_ERR(kIo, "{}: cannot remove the old {}: {}", path_, temp_, strerror(errno));
+      ::close(fd_);
+      fd_ = -1;
+      done_ = true;
+      return st;
+    }
+    ::close(fd_);
+    fd_ = -1;
+  }
+  done_ = true;
+  return DS_ERR(kIo, "{}: cannot create output {} (it keeps reappearing)", path_, temp_);
+}
+
+Status CheckOutputTarget(const std::string& path, const OutputPolicy& policy) {
+  if (path.empty() || path == "-" || !OutputSink::IsResumable(path)) return Status::Ok();
+  if (policy.training_input && IsSameFile(path, *policy.training_input))
+    return DS_ERR(kInvalidArgument,
+                  "{}: is the training input of this model ({}); generate never writes it, "
+                  "with --overwrite or not: choose another output file",
+                  path, policy.training_input->path);
+  Result<std::string> parent = ResolvedParent(path);
+  if (parent.ok()) {  // else opening the output reports the missing directory
+    auto inside = [&](const std::string& dir) {
+      return DS_ERR(kInvalidArgument,
+                    "{}: is inside the model directory {}; generate never writes into a model "
+                    "directory, with --overwrite or not: choose an output outside it",
+                    path, dir);
+    };
+    if (!policy.model_dir.empty()) {
+      Result<std::string> model = RealPath(policy.model_dir);
+      if (model.ok() && PathIsWithin(*parent, *model)) return inside(policy.model_dir);
+    }
+    for (std::string dir = *parent;;) {
+      if (IsModelDirectory(dir)) return inside(dir);
+      const size_t slash = dir.find_last_of('/');
+      if (dir == "/" || slash == std::string::npos) break;
+      dir = slash == 0 ? "/" : dir.substr(0, slash);
+    }
+  }
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) && !policy.overwrite &&
+      !policy.resume) {  // a directory: the sink's "give a file name"
+    const bool interrupted = PathExists(ProgressPath(path));
+    return DS_ERR(kAlreadyExists, "{}: already exists; pass --overwrite to replace it{}", path,
+                  interrupted ? " (or --resume to continue the interrupted run it holds)" : "");
+  }
   return Status::Ok();
 }
 
@@ -93,7 +167,7 @@ Result<std::unique_ptr<OutputSink>> OutputSink::Open(const std::string& path) {
   s->direct_ = false;
   s->path_ = path;
   s->temp_ = PartialPath(path);
-  DS_RETURN_IF_ERROR(s->OpenPartial(s->temp_, /*truncate=*/true));
+  DS_RETURN_IF_ERROR(s->CreatePartial());
   return s;
 }
 
@@ -110,13 +184,14 @@ Result<std::unique_ptr<OutputSink>> OutputSink::OpenForResume(const std::string&
   s->resumed_ = true;
   struct stat st;
   // The partial file; or the final name, after a run that stopped with an
-  // error (its truncated output was renamed into place).
-  const bool in_place = ::stat(s->temp_.c_str(), &st) != 0 && ::stat(path.c_str(), &st) == 0;
+  // error (its truncated output was renamed into place). lstat: a symlink at
+  // either name is refused (LockExisting), not followed.
+  const bool in_place = ::lstat(s->temp_.c_str(), &st) != 0 && ::lstat(path.c_str(), &st) == 0;
   const std::string data = in_place ? path : s->temp_;
-  if (!in_place && ::stat(data.c_str(), &st) != 0)
+  if (!in_place && ::lstat(data.c_str(), &st) != 0)
     return DS_ERR(kNotFound, "{}: nothing to resume: neither {} nor {} exists", path, s->temp_,
                   path);
-  DS_RETURN_IF_ERROR(s->OpenPartial(data, /*truncate=*/false));
+  DS_RETURN_IF_ERROR(s->LockExisting(data));
   if (::fstat(s->fd_, &st) != 0) return DS_ERR(kIo, "{}: cannot stat: {}", data, strerror(errno));
   if (uint64_t(st.st_size) < bytes)
     return DS_ERR(kCorrupt,

@@ -19,6 +19,10 @@
 //
 // OutputSink writes a file `out` through `out.partial` in the same directory
 // (PartialPath, generate/resume.h), renamed onto the final name by Finish();
+// `out.partial` is always a NEW file (O_CREAT|O_EXCL|O_NOFOLLOW): a stale one
+// from an interrupted run is unlinked first (under its lock), and a symlink or
+// anything but a regular file at that name is refused, never followed; a
+// resumed run opens its files with O_NOFOLLOW too.
 // stdout is written directly. The partial file is locked (flock) while a sink
 // holds it: a second run writing the same output fails at once. Writes are
 // buffered (1 MiB) and flushed only at record boundaries; a failed write
@@ -34,14 +38,35 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "generate/batch_sampler.h"
+#include "util/fs.h"
 #include "util/status.h"
 
 namespace ds {
+
+// What generate may write (CheckOutputTarget):
+//   * an existing output file is replaced only with `overwrite` (or when a run
+//     continues it: `resume`);
+//   * never the training input (`training_input`, recorded by train: also under
+//     another name, a symlink or a hard link), and never a file inside
+//     `model_dir` or inside any directory that holds a model
+//     (model/model_dir.h IsModelDirectory), `overwrite` or not.
+// Standard output, devices and FIFOs (/dev/null) are written directly and
+// replace nothing: always allowed.
+struct OutputPolicy {
+  bool overwrite = false;
+  bool resume = false;
+  std::string model_dir;
+  std::optional<FileIdentity> training_input;
+};
+// kAlreadyExists (existing output without overwrite) or kInvalidArgument (the
+// training input, inside a model directory), naming the file and what to do.
+Status CheckOutputTarget(const std::string& path, const OutputPolicy& policy);
 
 enum class OutputFormat { kCsv, kText, kJsonl };
 Result<OutputFormat> ParseOutputFormat(const std::string& name);  // "csv", "text", "jsonl"
@@ -91,7 +116,8 @@ class OutputSink {
 
  private:
   OutputSink() = default;
-  Status OpenPartial(const std::string& path, bool truncate);
+  Status LockExisting(const std::string& path);  // O_NOFOLLOW, a regular file, flock
+  Status CreatePartial();                        // a new temp_ (see the file comment)
 
   int fd_ = -1;
   std::string path_, temp_;

@@ -439,8 +439,12 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
         Status cs = AttemptScheduler::CheckStart(plan.schedule, resume_from->position);
         if (!cs.ok()) return DS_ERR(kCorrupt, "{}: {}", progress_path, cs.message());
       }
-    } else if (events.warning &&
-               (PathExists(progress_path) || PathExists(PartialPath(options.output)))) {
+    }
+    OutputPolicy policy = options.output_policy;
+    policy.resume = resume_from.has_value();
+    DS_RETURN_IF_ERROR(CheckOutputTarget(options.output, policy));
+    if (!options.resume && events.warning &&
+        (PathExists(progress_path) || PathExists(PartialPath(options.output)))) {
       auto old = ReadCheckpoint(progress_path);
       std::string what = old.ok() && *old
                              ? fmt::format(" ({} valid records)", (*old)->position.valid)

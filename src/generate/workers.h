@@ -98,6 +98,10 @@ struct RunOptions {
   // model's weights checksum and the rule checks (GenerateFromModelDir).
   nlohmann::json resume_settings = nlohmann::json::object();
   double checkpoint_interval_s = 1.0;  // between progress-file updates (file outputs)
+  // What the output may replace (generate/output.h CheckOutputTarget; `resume` is
+  // set by RunGeneration): an existing file only with overwrite, never the
+  // training input or a file inside a model directory.
+  OutputPolicy output_policy;
   // Test hook: once this many records were written, flush them (past the
   // last checkpoint) and SIGKILL the whole process, as kill -9 would
   // (-1 = off; DS_TEST_KILL_AFTER_RECORDS sets it too).

@@ -11,6 +11,19 @@ namespace ds {
 
 using Json = nlohmann::json;
 
+Json FileIdentityToJson(const FileIdentity& id) {
+  return {{"path", id.path}, {"dev", id.dev}, {"ino", id.ino}, {"mtime_ns", id.mtime_ns}};
+}
+
+FileIdentity FileIdentityFromJson(const Json& j) {
+  FileIdentity id;
+  id.path = j.at("path").get<std::string>();
+  id.dev = j.at("dev").get<uint64_t>();
+  id.ino = j.at("ino").get<uint64_t>();
+  id.mtime_ns = j.at("mtime_ns").get<int64_t>();
+  return id;
+}
+
 Json ModelMeta::ToJson() const {
   Json j;
   j["format_version"] = kModelFormatVersion;
@@ -24,6 +37,7 @@ Json ModelMeta::ToJson() const {
   j["header"] = header;
   j["delimiter"] = delimiter ? std::string(1, delimiter) : std::string();
   j["input_path"] = input_path;
+  if (input_file) j["input_file"] = FileIdentityToJson(*input_file);
   j["records"] = records;
   j["tokens"] = tokens;
   j["epochs_run"] = epochs_run;
@@ -128,6 +142,8 @@ Result<ModelMeta> ModelMeta::FromJson(const Json& j, const std::string& src) {
     DS_RETURN_IF_ERROR(CheckMetaDelimiter(d, src));
     m.delimiter = d.empty() ? 0 : d[0];
     m.input_path = j.value("input_path", "");
+    // Optional: models written before it, and stream inputs, have none.
+    if (j.contains("input_file")) m.input_file = FileIdentityFromJson(j.at("input_file"));
     m.records = j.value("records", int64_t(0));
     m.tokens = j.value("tokens", int64_t(0));
     m.epochs_run = j.value("epochs_run", 0);
@@ -168,6 +184,20 @@ Status CheckParamsAgainstMeta(const Config& c, const ModelMeta& m, const std::st
 }
 
 bool LooksLikeModel(const std::string& dir) { return PathExists(dir + "/model_params.json"); }
+
+bool IsModelDirectory(const std::string& dir) {
+  // tabular.json: the spec file of src/tabular (a tabular model is a directory of
+  // batch models described by it). checkpoint.json alone is no sign (a common name);
+  // a training run writes model_params.json with its first checkpoint.
+  for (const char* f : {"model_params.json", "tabular.json", kModelLockFile})
+    if (PathExists(dir + "/" + f)) return true;
+  return false;
+}
+
+Result<std::unique_ptr<DirLock>> LockModelDir(const std::string& dir) {
+  if (dir.empty()) return DS_ERR(kInvalidArgument, "no model directory given (--model-dir)");
+  return DirLock::Acquire(dir, kModelLockFile, "training into");
+}
 
 Status WriteModelParams(const std::string& dir, const Config& config, const ModelMeta& meta) {
   Json j = config.ToJson();

@@ -17,12 +17,14 @@
 //   checkpoint-eNNNN.bin  last complete epoch for --resume (params, optimizer
 //                      state), named by checkpoint.json (trainer state)
 //   checkpoints/       weights of every epoch when save_all_checkpoints
+//   .datasynth.lock    while a `train` runs: its lock (LockModelDir); removed after
 //
 // The training text is NOT stored (it is the private data); the reference did.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,7 @@
 #include "model/network.h"
 #include "model/tensor_file.h"
 #include "tokenize/tokenizer.h"
+#include "util/fs.h"
 #include "util/status.h"
 
 namespace ds {
@@ -49,6 +52,9 @@ struct ModelMeta {
   std::vector<std::string> header;  // CSV header (empty for text lines)
   char delimiter = 0;               // 0 for text lines
   std::string input_path;           // informational
+  // The training input file (absent for a stream such as a pipe): generate never
+  // writes it, under any name (generate/output.h CheckOutputTarget).
+  std::optional<FileIdentity> input_file;
   int64_t records = 0;              // training records used
   int64_t tokens = 0;               // tokens in the training stream
   int epochs_run = 0;
@@ -68,8 +74,26 @@ struct ModelMeta {
   static Result<ModelMeta> FromJson(const nlohmann::json& j, const std::string& source);
 };
 
+// {"path", "dev", "ino", "mtime_ns"}; FromJson throws nlohmann::json::exception on a
+// missing or mistyped member (callers turn that into kCorrupt).
+nlohmann::json FileIdentityToJson(const FileIdentity& id);
+FileIdentity FileIdentityFromJson(const nlohmann::json& j);
+
 // True when `dir/model_params.json` exists.
 bool LooksLikeModel(const std::string& dir);
+
+// True when dir holds a datasynth model or a run that writes one: model_params.json,
+// tabular.json (a tabular model) or the training lock. Generate never writes inside
+// such a directory.
+bool IsModelDirectory(const std::string& dir);
+
+inline constexpr const char* kModelLockFile = ".datasynth.lock";
+
+// Locks a model directory for a training run (DirLock on dir/.datasynth.lock; creates
+// dir when missing, and removes it again on release if nothing else was left in it).
+// A second concurrent run into the same directory fails at once (kIo, "another
+// datasynth process is already training into this directory").
+Result<std::unique_ptr<DirLock>> LockModelDir(const std::string& dir);
 
 // Writes model_params.json (config + meta) atomically.
 Status WriteModelParams(const std::string& dir, const Config& config, const ModelMeta& meta);

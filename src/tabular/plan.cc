@@ -8,6 +8,7 @@
 #include <set>
 
 #include "io/csv.h"
+#include "model/model_dir.h"
 
 namespace ds {
 namespace {
@@ -340,6 +341,7 @@ Json TabularSpec::ToJson() const {
   j["batch_delimiter"] = std::string(1, batch_delimiter);
   j["rows"] = rows;
   j["input"] = input_path;
+  if (input_file) j["input_file"] = FileIdentityToJson(*input_file);
   j["grouping"] = grouping;
   j["batch_columns"] = batch_columns;
   j["condition_columns"] = condition_columns;
@@ -374,6 +376,7 @@ Result<TabularSpec> TabularSpec::FromJson(const Json& j, const std::string& src)
     }
     s.rows = j.at("rows").get<int64_t>();
     s.input_path = j.value("input", "");
+    if (j.contains("input_file")) s.input_file = FileIdentityFromJson(j.at("input_file"));
     s.grouping = j.at("grouping").get<std::string>();
     s.batch_columns = j.at("batch_columns").get<int>();
     s.condition_columns = j.at("condition_columns").get<int>();

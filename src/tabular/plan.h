@@ -44,12 +44,14 @@
 #include <bitset>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "generate/column_rules.h"
 #include "tabular/association.h"
+#include "util/fs.h"
 #include "util/status.h"
 
 namespace ds {
@@ -111,6 +113,7 @@ struct TabularSpec {
   char batch_delimiter = ',';
   int64_t rows = 0;        // training rows
   std::string input_path;  // informational
+  std::optional<FileIdentity> input_file;  // the training input (generate never writes it)
   std::string grouping;
   int batch_columns = 0;
   int condition_columns = 0;

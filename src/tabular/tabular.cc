@@ -22,7 +22,9 @@
 #include <set>
 
 #include "generate/generate.h"
+#include "generate/output.h"
 #include "io/csv.h"
+#include "io/input.h"
 #include "model/model_dir.h"
 #include "tabular/association.h"
 #include "util/fs.h"
@@ -701,9 +703,11 @@ Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularOb
     DS_RETURN_IF_ERROR(ParseDelimiter(o.config.field_delimiter).status());
   if (o.model_dir.empty())
     return DS_ERR(kInvalidArgument, "no model directory given (--model-dir)");
+  // One run per model directory at a time (model/model_dir.h LockModelDir).
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<DirLock> lock, LockModelDir(o.model_dir));
   if (o.resume) return ResumeTabular(o, obs, t0);
   DS_RETURN_IF_ERROR(RefuseExisting(o.model_dir, o.config.overwrite));
-  if (!PathExists(o.input_path))
+  if (!InputExists(o.input_path))
     return DS_ERR(kNotFound, "{}: input file does not exist", o.input_path);
 
   // 1. the table, its column types and associations (before touching the model
@@ -752,6 +756,7 @@ Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularOb
   spec.batch_delimiter = bdelim;
   spec.rows = int64_t(table.rows.size());
   spec.input_path = o.input_path;
+  spec.input_file = InputFileIdentity(o.input_path);
   spec.grouping = tcfg.header_groups.empty() ? tcfg.grouping : "groups+" + tcfg.grouping;
   spec.batch_columns = tcfg.batch_columns;
   spec.condition_columns = tcfg.condition_columns;
@@ -778,6 +783,7 @@ Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularOb
   run.base = o.config;
   run.parallel_batches = tcfg.parallel_batches;
   DS_RETURN_IF_ERROR(PrepareModelDir(o.model_dir, o.config.overwrite, &run.created));
+  run.created = run.created || lock->created();  // the lock made the directory
   const std::string tmp = o.model_dir + "/" + kTmpDir;
   Status st = [&]() -> Status {
     DS_RETURN_IF_ERROR(MakeDirs(tmp));
@@ -1033,6 +1039,11 @@ Status GenerateTabular(const TabularGenerateOptions& o, TabularObserver* observe
   auto t0 = Clock::now();
   // Every batch checked up front (a corrupt last batch fails before the first generates).
   DS_ASSIGN_OR_RETURN(TabularSpec spec, CheckTabularModel(o.model_dir));
+  OutputPolicy policy;
+  policy.overwrite = o.overwrite;
+  policy.model_dir = o.model_dir;
+  policy.training_input = spec.input_file;
+  DS_RETURN_IF_ERROR(CheckOutputTarget(o.output, policy));
   const size_t nb = spec.batches.size();
 
   // Seeds.
@@ -1186,6 +1197,13 @@ Status GenerateTabular(const TabularGenerateOptions& o, TabularObserver* observe
 Status Synthesize(const SynthesizeOptions& o, TabularObserver* observer,
                   SynthesizeSummary* summary) {
   *summary = SynthesizeSummary{};
+  TabularGenerateOptions gen = o.generate;
+  gen.overwrite = gen.overwrite || o.train.config.overwrite;  // one --overwrite for both
+  OutputPolicy policy;  // before training: a refused output must not cost a training run
+  policy.overwrite = gen.overwrite;
+  policy.model_dir = o.train.model_dir;
+  policy.training_input = InputFileIdentity(o.train.input_path);
+  DS_RETURN_IF_ERROR(CheckOutputTarget(gen.output, policy));
   TabularTrainOptions train = o.train;
   TempDir tmp;
   if (train.model_dir.empty()) {
@@ -1201,7 +1219,6 @@ Status Synthesize(const SynthesizeOptions& o, TabularObserver* observer,
                   "continue)");
   if (!trained.ok()) return trained.status();
   summary->train = std::move(trained).value();
-  TabularGenerateOptions gen = o.generate;
   gen.model_dir = train.model_dir;
   if (gen.seed == 0) gen.seed = summary->train.spec.seed;
   if (!gen.cancel) gen.cancel = train.cancel;

@@ -173,6 +173,7 @@ Result<TabularSeeds> ReadSeedFile(const std::string& path, char delimiter);
 struct TabularGenerateOptions {
   std::string model_dir;
   std::string output;                // "" or "-" = stdout
+  bool overwrite = false;            // an existing output file may be replaced
   std::optional<int64_t> num_lines;  // default: the training row count
   uint64_t seed = 0;                 // 0: the model's training seed
   std::optional<double> gen_temp;    // defaults: each batch model's own settings

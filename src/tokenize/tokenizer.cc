@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "tokenize/internal.h"
+#include "util/fs.h"
 #include "util/utf8.h"
 
 namespace ds {
@@ -112,26 +113,10 @@ Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
   return data;
 }
 
+// Atomic, fsynced, through a temp file created with O_EXCL|O_NOFOLLOW (util/fs.h): a
+// file or symlink planted in the model directory is never followed.
 Status WriteFile(const std::string& path, std::string_view data) {
-  const std::string tmp = fmt::format("{}.tmp{}", path, ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return DS_ERR(kIo, "{}: cannot open for writing", tmp);
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      return DS_ERR(kIo, "{}: write failed (disk full?)", tmp);
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    return DS_ERR(kIo, "{}: cannot rename into place: {}", path, ec.message());
-  }
-  return Status::Ok();
+  return WriteFileAtomic(path, data);
 }
 
 Result<std::vector<char32_t>> CheckRecords(const TokenizerConfig& config,
@@ -242,7 +227,7 @@ Result<std::unique_ptr<Tokenizer>> TrainTokenizer(
 
 Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& dir) {
   const std::string path = (std::filesystem::path(dir) / kJsonFile).string();
-  DS_ASSIGN_OR_RETURN(std::string text, ReadFile(path, size_t(64) << 20));
+  DS_ASSIGN_OR_RETURN(std::string text, tok_internal::ReadFile(path, size_t(64) << 20));
   Result<std::unique_ptr<Tokenizer>> result = DS_ERR(kInternal, "unset");
   Status st = Capture([&]() -> Status {
     nlohmann::json j;

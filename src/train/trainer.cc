@@ -152,6 +152,8 @@ void RemoveRunFiles(const std::string& dir, const std::vector<std::string>& keep
 class TrainRun {
  public:
   TrainRun(const TrainOptions& o, TrainObserver& obs) : opts_(o), obs_(obs), cfg_(o.config) {}
+  // The model directory did not exist before this run (LockModelDir created it).
+  void SetCreatedDir() { created_dir_ = true; }
 
   Result<TrainSummary> Run() {
     t0_ = Clock::now();
@@ -251,7 +253,7 @@ class TrainRun {
         return DS_ERR(kNotFound, "{}: nothing to resume (no checkpoint.json)", dir());
       return Status::Ok();
     }
-    if (!PathExists(opts_.input_path))
+    if (!InputExists(opts_.input_path))
       return DS_ERR(kNotFound, "{}: input file does not exist", opts_.input_path);
     if ((has_model || has_checkpoint) && !cfg_.overwrite)
       return has_model ? DS_ERR(kAlreadyExists,
@@ -902,6 +904,7 @@ class TrainRun {
     meta.header = input.header;
     meta.delimiter = delim;
     meta.input_path = opts_.input_path;
+    meta.input_file = InputFileIdentity(opts_.input_path);
     meta.records = int64_t(input.records.size());
     meta.tokens = cfg_.dp ? recs_.tokens() : data_.tokens();
     meta.epochs_run = int(summary_.history.size());
@@ -971,9 +974,18 @@ class TrainRun {
 }  // namespace
 
 Result<TrainSummary> Train(const TrainOptions& options, TrainObserver* observer) {
+  // One run per model directory at a time (model/model_dir.h LockModelDir).
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<DirLock> lock, LockModelDir(options.model_dir));
   TrainObserver null_observer;
   TrainRun run(options, observer ? *observer : null_observer);
-  return run.Run();
+  if (lock->created()) run.SetCreatedDir();
+  Result<TrainSummary> r = run.Run();
+  // A directory this run created (the lock did) and left with neither a model
+  // nor a checkpoint goes.
+  if (!r.ok() && !LooksLikeModel(options.model_dir) &&
+      !PathExists(options.model_dir + "/checkpoint.json"))
+    lock->RemoveDirOnRelease();
+  return r;
 }
 
 }  // namespace ds

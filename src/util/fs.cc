@@ -1,6 +1,9 @@
 #include "util/fs.h"
 
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -99,7 +102,7 @@ Status AtomicFileWriter::Open(const std::string& path) {
   const std::string dir = DirName(path);
   for (int attempt = 0; attempt < 100; ++attempt) {
     temp_path_ = fmt::format("{}/.{}.tmp.{:016x}", dir, BaseName(path), TempSuffix());
-    fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd_ >= 0) break;
     if (errno == EINTR || errno == EEXIST) continue;
     const int err = errno;
@@ -196,6 +199,8 @@ Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
     return DS_ERR(kIo, "{}: cannot stat: {}", path, ErrnoStr(err));
   }
   if (S_ISDIR(st.st_mode)) return DS_ERR(kIo, "{}: is a directory, not a file", path);
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))  // /dev/zero would fill max_bytes first
+    return DS_ERR(kInvalidInput, "{}: is a device, not a file", path);
   std::string out;
   if (S_ISREG(st.st_mode)) {
     if (static_cast<uint64_t>(st.st_size) > max_bytes) {
@@ -244,6 +249,133 @@ Status RemoveTree(const std::string& path) {
   std::filesystem::remove_all(path, ec);
   if (ec) return DS_ERR(kIo, "{}: cannot remove: {}", path, ec.message());
   return Status::Ok();
+}
+
+// ---- identity and location ----
+
+std::optional<FileIdentity> IdentifyFile(const std::string& path) {
+  struct stat st;
+  if (path.empty() || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  FileIdentity id;
+  id.dev = uint64_t(st.st_dev);
+  id.ino = uint64_t(st.st_ino);
+  id.mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  auto real = RealPath(path);
+  id.path = real.ok() ? *real : path;
+  return id;
+}
+
+bool IsSameFile(const std::string& path, const FileIdentity& id) {
+  std::optional<FileIdentity> now = IdentifyFile(path);
+  if (!now) return false;
+  if (now->path == id.path) return true;
+  return now->dev == id.dev && now->ino == id.ino && now->mtime_ns == id.mtime_ns;
+}
+
+Result<std::string> RealPath(const std::string& path) {
+  char buf[PATH_MAX];
+  if (::realpath(path.c_str(), buf) == nullptr) {
+    const int err = errno;
+    if (err == ENOENT) return DS_ERR(kNotFound, "{}: no such file or directory", path);
+    return DS_ERR(kIo, "{}: cannot resolve: {}", path, ErrnoStr(err));
+  }
+  return std::string(buf);
+}
+
+Result<std::string> ResolvedParent(const std::string& path) { return RealPath(DirName(path)); }
+
+bool PathIsWithin(const std::string& inner, const std::string& outer) {
+  if (outer == "/") return !inner.empty() && inner[0] == '/';
+  return inner == outer || (inner.size() > outer.size() && inner.compare(0, outer.size(), outer) == 0 &&
+                            inner[outer.size()] == '/');
+}
+
+Result<int> OpenExistingNoFollow(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) return DS_ERR(kNotFound, "{}: no such file", path);
+    if (err == ELOOP)
+      return DS_ERR(kInvalidArgument,
+                    "{}: is a symbolic link; refusing to follow it (remove it if you did not "
+                    "create it)",
+                    path);
+    return DS_ERR(kIo, "{}: cannot open: {}", path, ErrnoStr(err));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return DS_ERR(kInvalidArgument, "{}: not a regular file; refusing to use it", path);
+  }
+  return fd;
+}
+
+Result<int> CreateExclusive(const std::string& path, int flags, mode_t mode) {
+  const int fd = ::open(path.c_str(), flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd >= 0) return fd;
+  const int err = errno;
+  if (err == EEXIST) return DS_ERR(kAlreadyExists, "{}: already exists", path);
+  return DS_ERR(kIo, "{}: cannot create: {}", path, ErrnoStr(err));
+}
+
+// ---- DirLock ----
+
+Result<std::unique_ptr<DirLock>> DirLock::Acquire(const std::string& dir, const std::string& name,
+                                                  const std::string& activity) {
+  if (dir.empty()) return DS_ERR(kInvalidArgument, "no directory given to lock");
+  std::unique_ptr<DirLock> lock(new DirLock());
+  lock->dir_ = dir;
+  lock->path_ = dir + "/" + name;
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) {
+    // Remember every directory mkdir -p creates, to remove them again if empty.
+    for (std::string d = dir; !d.empty() && d != "/" && d != "." && ::lstat(d.c_str(), &st) != 0;
+         d = DirName(d))
+      lock->made_.push_back(d);
+    DS_RETURN_IF_ERROR(MakeDirs(dir));
+    lock->created_ = true;
+  } else if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return DS_ERR(kIo, "{}: not a directory", dir);
+  }
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    int fd = ::open(lock->path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0) {
+      const int err = errno;
+      if (err == ELOOP)
+        return DS_ERR(kIo, "{}: is a symbolic link; refusing to follow it", lock->path_);
+      if (err == EACCES || err == EROFS || err == EPERM)
+        return DS_ERR(kIo, "{}: the directory is not writable: {}", dir, ErrnoStr(err));
+      return DS_ERR(kIo, "{}: cannot create lock file: {}", lock->path_, ErrnoStr(err));
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      ::close(fd);
+      if (err == EWOULDBLOCK)
+        return DS_ERR(kIo,
+                      "{}: another datasynth process is already {} this directory ({} is "
+                      "locked); wait for it to finish or use another directory",
+                      dir, activity, lock->path_);
+      return DS_ERR(kIo, "{}: cannot lock: {}", lock->path_, ErrnoStr(err));
+    }
+    // The holder before us may have removed the file between our open and flock.
+    struct stat a, b;
+    if (::fstat(fd, &a) == 0 && ::lstat(lock->path_.c_str(), &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino) {
+      lock->fd_ = fd;
+      return lock;
+    }
+    ::close(fd);
+  }
+  return DS_ERR(kIo, "{}: cannot lock (the lock file keeps changing)", lock->path_);
+}
+
+DirLock::~DirLock() {
+  if (fd_ < 0) return;
+  ::unlink(path_.c_str());  // before unlocking: a waiter re-checks the name (Acquire)
+  ::close(fd_);
+  if (remove_tree_) (void)RemoveTree(dir_);
+  for (const std::string& d : made_)        // leaf first; rmdir only removes empty ones
+    if (::rmdir(d.c_str()) != 0 && errno != ENOENT) break;
 }
 
 }  // namespace ds
