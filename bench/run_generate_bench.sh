@@ -4,7 +4,7 @@
 # Runs ../shared/tools/torch_lstm_anchor.py (sampling: 64 lines side by side,
 # vocab 100, the same network) with 1 and 2 threads, keeps the faster figure,
 # then build/generate_bench with 1 and 2 workers and the ratios to the peer.
-# Targets (ANCHOR.md section 9 / the generation issue): >= 3x the peer with 2
+# Targets (the generation issue): >= 3x the peer with 2
 # workers, >= 1.8x from 1 to 2 workers, each worker's own memory <= 30 MB
 # beside the shared weights.
 set -euo pipefail

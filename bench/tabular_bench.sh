@@ -62,7 +62,7 @@ run() {  # run NAME MODE CONDITION_COLUMNS
     --result "$dir/run_$mode.json" 2>"$dir/log_$mode.txt" || { tail -3 "$dir/log_$mode.txt" >&2; return 1; }
   python3 "$ROOT/bench/tabular_quality.py" "$dir/train.csv" "$dir/holdout.csv" \
     "$dir/synth_$mode.csv" "$dir/model_$mode/tabular.json" >"$dir/quality_$mode.json"
-  # The evaluate scorer (ANCHOR.md section 8), and its ceiling: the holdout rows.
+  # The evaluate scorer (docs/reference.md §8), and its ceiling: the holdout rows.
   "$DS" evaluate --real "$dir/train.csv" --synthetic "$dir/synth_$mode.csv" --holdout "$dir/holdout.csv" \
     --json "$dir/eval_$mode.json" --report "$dir/report_$mode.html" >/dev/null 2>&1 || echo '{}' >"$dir/eval_$mode.json"
   [ -s "$dir/eval_holdout.json" ] || "$DS" evaluate --real "$dir/train.csv" --synthetic "$dir/holdout.csv" \

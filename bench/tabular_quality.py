@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Quality and privacy figures of a synthetic table (ANCHOR.md section 8).
+"""Quality and privacy figures of a synthetic table (docs/reference.md §8).
 
   tabular_quality.py TRAIN.csv HOLDOUT.csv SYNTH.csv [TABULAR.json] > metrics.json
 

@@ -12,7 +12,7 @@ namespace {
 
 TEST(Config, DefaultsMatchTheReference) {
   Config c;
-  // ANCHOR.md section 2.
+  // docs/reference.md §2.
   EXPECT_EQ(c.epochs, 100);
   EXPECT_TRUE(c.early_stopping);
   EXPECT_EQ(c.early_stopping_patience, 5);

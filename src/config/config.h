@@ -1,4 +1,4 @@
-// Configuration: every key of the reference (ANCHOR.md section 2) with its
+// Configuration: every key of the reference (docs/reference.md §2) with its
 // name and default, plus datasynth's own keys. One registry (Config::Keys())
 // drives JSON loading, command-line flags, `--help`, validation and
 // model_params.json, so a key cannot exist in one place and not the others.

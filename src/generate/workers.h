@@ -56,7 +56,7 @@ namespace ds {
 
 // CPUs this process may run on (sched_getaffinity).
 int AvailableCpus();
-// ANCHOR.md section 5: 0 = all CPUs, n >= 1 = n workers, -x = CPUs - x (at
+// docs/reference.md §5: 0 = all CPUs, n >= 1 = n workers, -x = CPUs - x (at
 // least 1), 0 < f < 1 = that share of the CPUs (at least 1). Non-integers
 // outside (0, 1) are an error.
 Result<int> ResolveParallelism(double parallelism, int cpus);

@@ -7,7 +7,7 @@
 //  1. Privacy unit = one training RECORD (CSV row / text line), not a chunk:
 //     all token chunks cut from one record belong to the same example; its
 //     gradient is the sum over its chunks. (The reference's unit was a
-//     100-token chunk and its clip applied to the batch mean: see ANCHOR 4.)
+//     100-token chunk and its clip applied to the batch mean: see docs/reference.md §4.)
 //  2. Sampling: each step includes each record independently with probability
 //     q = sampling_rate (Poisson sampling; the batch size varies around
 //     expected_batch_size). Fixed-size shuffled batches are what the reference

@@ -1,7 +1,7 @@
 // Tabular mode, part 1: how a wide table is cut into column batches, and the
 // description of a tabular model directory (tabular.json).
 //
-// Batches (ANCHOR.md section 7, extended):
+// Batches (docs/reference.md §7, extended):
 //   * explicit header groups (TabularConfig::header_groups) become batches
 //     in the given order; columns in no group are batched as below;
 //   * grouping "order": the reference's rule, consecutive header columns in

@@ -180,7 +180,7 @@ struct TabularGenerateOptions {
   std::optional<int64_t> gen_chars;
   std::optional<int> predict_batch_size;
   std::optional<int64_t> max_invalid;  // per batch
-  double parallelism = 0;              // workers per batch (ANCHOR.md section 5)
+  double parallelism = 0;              // workers per batch (docs/reference.md §5)
   RuleChecks checks;                   // validation switches of every batch (field count and
                                        // the learned rules; all on by default)
   // At most one of these (seed_fields: "col=value" each; seed_file: per-row CSV

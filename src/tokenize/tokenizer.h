@@ -59,7 +59,7 @@ enum class TokenKind : uint8_t {
 
 struct TokenizerConfig {
   std::string type = "sentencepiece";  // "sentencepiece" or "char"
-  // SentencePiece options (ANCHOR.md section 2).
+  // SentencePiece options (docs/reference.md §2).
   int vocab_size = 20000;  // soft limit: smaller data gives a smaller vocabulary
   double character_coverage = 1.0;
   int64_t pretrain_sentence_count = 1000000;

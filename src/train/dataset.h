@@ -1,7 +1,7 @@
 // Training input: records read from a CSV (with header) or a text file (one
 // record per line), and the token stream / sequence batches built from them.
 //
-// Stream layout (ANCHOR.md section 1): every record is encoded (ending with
+// Stream layout (docs/reference.md §1): every record is encoded (ending with
 // <n>) and the encodings are concatenated into one stream, which is cut into
 // chunks of seq_length + 1 tokens (input = chunk[:-1], target = chunk[1:]).
 // The chunks are shuffled once with the run's seed and batched; with
