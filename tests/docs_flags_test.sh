@@ -30,7 +30,7 @@ union = set().union(*cmds.values())
 PROG = re.compile(r"\bdatasynth\s+(train|info|generate|evaluate|synthesize)\b"
                   r"|(?:\S*/)?build/\S+|(?:\./)?scripts/\S+|\.ci/\S+|/proc/self/exe|"
                   r"\b(?:cmake|ctest|python3?|pip3?|git|apt-get|gdb|valgrind|nvidia-smi|"
-                  r"nsys|ncu|perf|sdmetrics|torch)\b")
+                  r"nsys|ncu|perf|sdmetrics|torch|debootstrap|taskset|timeout|mpirun)\b")
 docs = [os.path.join(root, "README.md")] + sorted(glob.glob(os.path.join(root, "docs", "*.md")))
 bad, checked = [], 0
 for doc in docs:
