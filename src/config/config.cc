@@ -95,8 +95,8 @@ std::vector<Config::Key> MakeKeys() {
   DS_KEY(gpu_memory_limit, T::kString, G::kTraining,
          "hard cap on this process's GPU memory: 4GiB, 512MiB, 25% (empty: none)", nullptr);
   // tokenizer
-  DS_KEY(tokenizer, T::kString, G::kTokenizer, "sentencepiece | char",
-         OneOf(&Config::tokenizer, "tokenizer", {"sentencepiece", "char"}));
+  DS_KEY(tokenizer, T::kString, G::kTokenizer, "sentencepiece | char | field (typed values, CSV only)",
+         OneOf(&Config::tokenizer, "tokenizer", {"sentencepiece", "char", "field"}));
   DS_KEY(vocab_size, T::kInt, G::kTokenizer, "SentencePiece vocabulary size (soft limit)",
          Range(&Config::vocab_size, "vocab_size", 8, 1000000));
   DS_KEY(character_coverage, T::kDouble, G::kTokenizer, "SentencePiece character coverage",
@@ -139,6 +139,13 @@ std::vector<Config::Key> MakeKeys() {
   DS_KEY(reset_states, T::kBool, G::kGeneration, "reset the LSTM state for each record", nullptr);
   DS_KEY(max_invalid, T::kInt64, G::kGeneration, "stop after this many invalid records",
          Range(&Config::max_invalid, "max_invalid", 0, 1e15));
+  // field tokenizer (typed fields)
+  DS_KEY(field_types, T::kString, G::kTokenizer,
+         "column type overrides: \"col=integer;day=datetime:%d.%m.%Y\" (JSON: an object)",
+         nullptr);
+  DS_KEY(field_rare_count, T::kInt, G::kTokenizer,
+         "field tokenizer: category values seen fewer times share one <other> token",
+         Range(&Config::field_rare_count, "field_rare_count", 1, 1e9));
 #undef DS_KEY
   return k;
 }
@@ -254,6 +261,15 @@ Status Config::SetJson(const std::string& key, const Json& v) {
     case Type::kString:
       if (v.is_null() && key == "field_delimiter") {
         static_cast<std::string*>(f)->clear();
+        break;
+      }
+      if (v.is_object() && key == "field_types") {  // {"col": "type"} -> "col=type;..."
+        std::string spec;
+        for (auto it = v.begin(); it != v.end(); ++it) {
+          if (!it.value().is_string()) return wrong("an object of column: type strings");
+          spec += (spec.empty() ? "" : ";") + it.key() + "=" + it.value().get<std::string>();
+        }
+        *static_cast<std::string*>(f) = spec;
         break;
       }
       if (!v.is_string()) return wrong("a string");

@@ -6,6 +6,7 @@
 
 #include "io/csv.h"
 #include "io/line_reader.h"
+#include "tokenize/field_tokenizer.h"
 
 namespace ds {
 
@@ -46,6 +47,17 @@ Result<InputData> ReadInput(const std::string& path, char delimiter, int64_t max
     if (in.records.empty()) return DS_ERR(kInvalidInput, "{}: empty input, no records", path);
   }
   return in;
+}
+
+void AdaptRecordShape(int64_t records, int max_record_tokens, bool set_seq, bool set_batch,
+                      int* seq_length, int* batch_size) {
+  if (set_seq && max_record_tokens > 0) *seq_length = max_record_tokens;
+  if (set_batch) *batch_size = int(std::clamp<int64_t>(records / 16, 1, *batch_size));
+}
+
+int MaxRecordTokens(const Tokenizer& tok) {
+  const auto* f = dynamic_cast<const FieldTokenizer*>(&tok);
+  return f ? f->max_record_tokens() : 0;
 }
 
 Result<SequenceData> SequenceData::Build(const InputData& input, const Tokenizer& tok,
