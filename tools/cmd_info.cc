@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "model/model_dir.h"
+#include "tokenize/field_tokenizer.h"
 #include "util/fs.h"
 
 namespace ds::cli {
@@ -34,6 +35,8 @@ int RunInfo(const std::string& dir, bool json) {
   }
   std::printf("tokenizer    %s, %d tokens%s\n", m.tokenizer->type().c_str(),
               m.tokenizer->vocab_size(), m.tokenizer->column_markers() ? ", column markers" : "");
+  if (const auto* ft = dynamic_cast<const FieldTokenizer*>(m.tokenizer.get()))
+    std::printf("schema\n%s", ft->Describe().c_str());
   std::printf("network      embedding %d, %d x LSTM %d, dropout %.2f, %.2fM parameters\n",
               meta.spec.embedding_dim, meta.spec.num_layers, meta.spec.rnn_units,
               meta.spec.dropout_rate, double(layout.total) / 1e6);
