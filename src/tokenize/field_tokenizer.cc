@@ -58,6 +58,13 @@ std::vector<std::string> SplitChars(std::string_view s) {
   return out;
 }
 
+uint64_t Mix(uint64_t x) {  // splitmix64 finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 int NumBins(const FieldTokenizer::Column& c) {
   return c.edges.empty() ? 0 : int(c.edges.size()) - 1;
 }
@@ -442,15 +449,14 @@ void FieldTokenizer::Advance(Cursor* c, int32_t id, std::vector<std::string>* fi
     c->broken = true;
     return;
   }
-  const uint64_t h = c->hash;
-  c->hash = (c->hash ^ uint64_t(id)) * 1099511628211ull;
   const Column& col = cols_[size_t(c->col)];
   const int off = id - col.base;
   const int m = int(col.missing.size());
   switch (col.type.type) {
     case FieldType::kCategorical:
       if (off < int(col.values.size())) return Complete(c, col.values[size_t(off)], fields);
-      return Complete(c, col.rare[size_t(((h >> 17) ^ h) % col.rare.size())], fields);
+      return Complete(c, col.rare[size_t(Mix(c->hash + uint64_t(c->col)) % col.rare.size())],
+                      fields);
     case FieldType::kInteger:
     case FieldType::kDecimal: {
       if (c->part == 0 && off < m) return Complete(c, col.missing[size_t(off)], fields);
@@ -550,6 +556,8 @@ std::string FieldTokenizer::DecodeRecord(std::span<const int32_t> ids,
   fields->clear();
   Cursor c;
   Begin(&c, fields);
+  // <other> is decoded by a hash of the WHOLE record's ids (see the header).
+  for (int32_t id : ids) c.hash = Mix(c.hash ^ uint64_t(uint32_t(id)));
   for (size_t i = 0; i < ids.size(); ++i) {
     Advance(&c, ids[i], fields);
     if (c.broken) {

@@ -6,8 +6,9 @@
 //                seen fewer than rare_count times share one <other> token,
 //                decoded as an entry of the column's rare list (all rare
 //                occurrences, so a value seen twice is twice as likely)
-//                chosen by a hash of the record's earlier tokens (so the
-//                record stays a pure function of its tokens)
+//                chosen by a hash of all the record's tokens and the column
+//                (so the record stays a pure function of its tokens, and
+//                records that differ anywhere draw independently)
 //   integer /    1 token: a missing spelling, or the quantile bin b of the
 //   decimal      value scaled to an integer at the column's precision D
 //                (value * 10^D); then nd(b) digit tokens of the residual
@@ -94,7 +95,7 @@ class FieldTokenizer final : public Tokenizer {
     int64_t acc = 0;  // numeric residual digits so far / datetime year
     int month = 0;
     int len = 0;     // text code points so far
-    uint64_t hash = 1469598103934665603ull;
+    uint64_t hash = 1469598103934665603ull;  // decoding: hash of the record's ids
     bool broken = false;
     DateTime dt;       // datetime parts so far
     std::string text;  // text field so far
