@@ -79,12 +79,16 @@ std::vector<int64_t> BinEdges(std::vector<int64_t> v) {
   std::vector<int64_t> distinct = v;
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   std::vector<int64_t> edges;
-  if (int(distinct.size()) <= FieldTokenizer::kExactBins) {
+  const int64_t n = int64_t(v.size());
+  const int64_t exact = std::min<int64_t>(FieldTokenizer::kExactBins,
+                                          std::max<int64_t>(2, n / FieldTokenizer::kRowsPerExactBin));
+  if (int64_t(distinct.size()) <= exact) {
     edges = distinct;
   } else {
-    const size_t n = v.size();
-    for (int k = 0; k < FieldTokenizer::kMaxBins; ++k) {
-      const int64_t e = v[size_t(k) * n / FieldTokenizer::kMaxBins];
+    const int nb = int(std::clamp<int64_t>(n / FieldTokenizer::kRowsPerBin, FieldTokenizer::kMinBins,
+                                           FieldTokenizer::kMaxBins));
+    for (int k = 0; k < nb; ++k) {
+      const int64_t e = v[size_t(k * n / nb)];
       if (edges.empty() || e > edges.back()) edges.push_back(e);
     }
   }
@@ -358,6 +362,13 @@ Status FieldTokenizer::EncodeField(std::string_view, std::vector<int32_t>*) cons
   return DS_ERR(kInvalidArgument,
                 "the field tokenizer encodes whole records (start strings must end with the "
                 "delimiter)");
+}
+
+Status FieldTokenizer::EncodeColumnField(int column, std::string_view field,
+                                         std::vector<int32_t>* out) const {
+  if (column < 0 || column >= int(cols_.size()))
+    return DS_ERR(kInvalidArgument, "column {} of {}", column + 1, cols_.size());
+  return EncodeValue(column, field, out);
 }
 
 Status FieldTokenizer::EncodeRecord(const std::vector<std::string>& fields,

@@ -62,8 +62,14 @@ struct FieldTokenizerOptions {
 
 class FieldTokenizer final : public Tokenizer {
  public:
-  static constexpr int kMaxBins = 32;     // quantile bins of a numeric column
-  static constexpr int kExactBins = 100;  // up to this many distinct values: one bin each
+  // Numeric bins (see the file comment): a column of n values with at most
+  // min(kExactBins, max(2, n / kRowsPerExactBin)) distinct values gets one bin
+  // per value, else clamp(n / kRowsPerBin, kMinBins, kMaxBins) quantile bins.
+  static constexpr int kMaxBins = 32;
+  static constexpr int kMinBins = 8;
+  static constexpr int kRowsPerBin = 40;
+  static constexpr int kExactBins = 100;
+  static constexpr int kRowsPerExactBin = 30;
 
   struct Column {
     std::string name;
@@ -121,6 +127,8 @@ class FieldTokenizer final : public Tokenizer {
   int num_columns() const override { return 0; }
   // A single field cannot be encoded without its column: use EncodeRecord.
   Status EncodeField(std::string_view field, std::vector<int32_t>* out) const override;
+  Status EncodeColumnField(int column, std::string_view field,
+                           std::vector<int32_t>* out) const override;
   Status EncodeRecord(const std::vector<std::string>& fields,
                       std::vector<int32_t>* out) const override;
   Status EncodePrefix(const std::vector<std::string>& fields,

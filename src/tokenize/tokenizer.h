@@ -99,6 +99,12 @@ class Tokenizer {
   // offending character (e.g. a character the char tokenizer never saw).
   virtual Status EncodeField(std::string_view field, std::vector<int32_t>* out) const = 0;
 
+  // EncodeField for the field of column `column` (0-based); tokenizers with
+  // one vocabulary for every field ignore the column.
+  virtual Status EncodeColumnField(int column, std::string_view field,
+                                   std::vector<int32_t>* out) const {
+    return EncodeField(field, out);
+  }
   // Appends a whole record, ending with <n> (see the encoding above).
   virtual Status EncodeRecord(const std::vector<std::string>& fields,
                               std::vector<int32_t>* out) const;

@@ -269,6 +269,10 @@ class TrainRun {
                             opts_.input_path));
     DS_RETURN_IF_ERROR(ApplyDpPolicy());
     if (cfg_.dp && !opts_.resume) ApplyDpDefaults(int64_t(input.records.size()));
+    // Delimited data defaults to typed value tokens (docs/typed_fields.md);
+    // text lines keep SentencePiece, --dp keeps char (ApplyDpPolicy).
+    if (delim && !cfg_.dp && !opts_.resume && !cfg_.IsExplicit("tokenizer"))
+      cfg_.tokenizer = "field";
     if (delim && !opts_.resume) {
       RuleOptions ropts;
       if (cfg_.dp && !cfg_.dp_store_value_rules) ropts.store_values = false;
