@@ -83,6 +83,9 @@ TEST(ColumnType, Inference) {
   EXPECT_TRUE(trim.trim);
   // Mixed styles ("1.5" and "1.50") cannot be written back exactly: not decimal.
   EXPECT_NE(Infer({"1.5", "1.50", "2.25"}).type, FieldType::kDecimal);
+  // Scaled to the column's precision, a value would need more than 17 digits.
+  EXPECT_NE(Infer({"12345678901234567", "0.5"}).type, FieldType::kDecimal);
+  EXPECT_EQ(Infer({"12345678901234567", "5"}).type, FieldType::kInteger);
   // Leading zeros are not integers (zip codes).
   EXPECT_NE(Infer({"02134", "10001", "02139"}).type, FieldType::kInteger);
   auto missing = Infer({"1", "", "NA", "4"});

@@ -219,12 +219,16 @@ namespace {
 // Numeric parameters of the non-missing values; false if any is not a number
 // (or `integer` and one has decimals).
 bool NumericParams(const std::vector<std::string_view>& vals, bool integer, ColumnSchema* t) {
-  int dmax = 0;
+  int dmax = 0, imax = 0;
   ScaledNumber n;
   for (auto v : vals) {
     if (!ParseNumber(v, &n) || (integer && n.decimals > 0)) return false;
     dmax = std::max(dmax, n.decimals);
+    const int sign = v[0] == '-' ? 1 : 0;
+    imax = std::max(imax, int(v.size()) - sign - (n.decimals ? n.decimals + 1 : 0));
   }
+  // Every value scaled to the column's precision must keep within 17 digits.
+  if (imax + std::max(dmax, integer ? 0 : 1) > 17) return false;
   if (integer) {
     t->decimals = 0;
     return true;
