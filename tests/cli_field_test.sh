@@ -94,6 +94,19 @@ grep -q "column 'kind'" <<<"$out" && pass "field_types: value does not fit" || f
 out=$("$DS" train --input "$TMP/t.csv" --field-delimiter , --model-dir "$TMP/m3" "${SMALL[@]}" --dp 2>&1)
 grep -q "tokenizer 'field'" <<<"$out" && pass "--dp refuses the field tokenizer" || fail "dp: $out"
 
+# Resume: a run killed after epoch 2 and resumed ends with the uninterrupted
+# run's weights (the adapted seq_length / batch_size come back from the model).
+R=(--input "$TMP/t.csv" --field-delimiter , --epochs 4 --embedding-dim 16 --rnn-units 32 --seed 4
+   --early-stopping=false --threads 1)
+"$DS" train "${R[@]}" --model-dir "$TMP/full" 2>/dev/null
+DATASYNTH_TEST_EXIT_AFTER_EPOCH=2 "$DS" train "${R[@]}" --model-dir "$TMP/cut" 2>/dev/null
+"$DS" train --resume --model-dir "$TMP/cut" 2>"$TMP/rlog" || fail "resume: $(tail -2 "$TMP/rlog")"
+wf() { python3 -c "import json,sys;print(json.load(open(sys.argv[1]+'/model_params.json'))['datasynth']['weights_file'])" "$1"; }
+grep -q '"tokenizer": "field"' "$TMP/full/model_params.json" && pass "field is the default for CSV" ||
+  fail "default tokenizer: $(grep '"tokenizer"' "$TMP/full/model_params.json")"
+cmp -s "$TMP/full/$(wf "$TMP/full")" "$TMP/cut/$(wf "$TMP/cut")" && pass "resume: same weights as uninterrupted" ||
+  fail "resume: weights differ"
+
 # A tampered tokenizer.json (checksummed in model_params.json) is rejected.
 cp -r "$TMP/m" "$TMP/bad"
 sed -i 's/"rare_count": 2/"rare_count": 3/' "$TMP/bad/tokenizer.json"
