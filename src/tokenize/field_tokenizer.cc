@@ -272,19 +272,19 @@ const std::string& FieldTokenizer::text(int id) const {
 }
 
 int FieldTokenizer::max_record_tokens() const {
-  int n = 1;
+  int64_t n = 1;  // int64: a loaded file may declare 2^20 columns of 2^20 characters
   for (const Column& c : cols_) {
     if (IsNumeric(c.type.type)) {
       n += 1 + c.nd;
     } else if (c.type.type == FieldType::kDatetime) {
-      n += std::max<int>(1, int(c.part_base.size()));
+      n += std::max<int64_t>(1, int64_t(c.part_base.size()));
     } else if (IsText(c.type.type)) {
       n += c.max_len + 1;
     } else if (c.size > 0) {
       n += 1;
     }
   }
-  return n;
+  return int(std::min<int64_t>(n, INT32_MAX / 2));
 }
 
 // ---------------------------------------------------------------- encoding --

@@ -51,7 +51,7 @@ Result<InputData> ReadInput(const std::string& path, char delimiter, int64_t max
 
 void AdaptRecordShape(int64_t records, int max_record_tokens, bool set_seq, bool set_batch,
                       int* seq_length, int* batch_size) {
-  if (set_seq && max_record_tokens > 0) *seq_length = max_record_tokens;
+  if (set_seq && max_record_tokens > 0) *seq_length = std::min(max_record_tokens, kMaxRecordSeq);
   if (set_batch) *batch_size = int(std::clamp<int64_t>(records / 16, 1, *batch_size));
 }
 
