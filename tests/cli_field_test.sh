@@ -43,7 +43,7 @@ assert j["tokenizer"] == "field", j["tokenizer"]
 types = {c["name"]: c["type"] for c in j["datasynth"]["schema"]}
 assert types == {"kind": "categorical", "count": "integer", "price": "decimal", "day": "datetime",
                  "when": "datetime", "note": "text", "const": "constant", "empty": "empty"}, types
-assert j["batch_size"] == 3, j["batch_size"]   # 50 records / 16
+assert 2 <= j["batch_size"] <= 3, j["batch_size"]   # about 50 sequences / 16
 assert j["seq_length"] < 60, j["seq_length"]   # the longest record, not 100
 EOF
 

@@ -88,18 +88,21 @@ namespace {
 
 TEST(AdaptRecordShape, FollowsTheTable) {
   int seq = 100, batch = 64;
-  AdaptRecordShape(50, 31, true, true, &seq, &batch);
-  EXPECT_EQ(seq, 31);  // one record per sequence
+  AdaptRecordShape(50 * 31, 31, true, true, &seq, &batch);  // 50 records of 31 tokens
+  EXPECT_EQ(seq, 31);   // one record per sequence
   EXPECT_EQ(batch, 3);  // 50 / 16: 16 batches
   seq = 100, batch = 64;
-  AdaptRecordShape(100000, 1 << 20, true, true, &seq, &batch);
+  AdaptRecordShape(int64_t(1) << 40, 1 << 20, true, true, &seq, &batch);
   EXPECT_EQ(seq, kMaxRecordSeq);
   EXPECT_EQ(batch, 64);  // never above the configured batch
   seq = 100, batch = 64;
-  AdaptRecordShape(10, 31, false, false, &seq, &batch);  // explicit settings stay
+  AdaptRecordShape(10 * 31, 31, false, false, &seq, &batch);  // explicit settings stay
   EXPECT_EQ(seq, 100);
   EXPECT_EQ(batch, 64);
-  AdaptRecordShape(5, 31, true, true, &seq, &batch);
+  seq = 600;
+  AdaptRecordShape(1000 * 150, 600, true, true, &seq, &batch);  // text: ~250 sequences
+  EXPECT_EQ(batch, 15);
+  AdaptRecordShape(5 * 31, 31, true, true, &seq, &batch);
   EXPECT_EQ(batch, 1);
 }
 

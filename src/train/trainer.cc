@@ -307,7 +307,7 @@ class TrainRun {
                             Since(t0)));
 
     if (tok->decodes_records())
-      AdaptRecordShape(int64_t(input.records.size()), MaxRecordTokens(*tok),
+      AdaptRecordShape(RecordTokens(input, *tok), MaxRecordTokens(*tok),
                        !cfg_.IsExplicit("seq_length"), !cfg_.IsExplicit("batch_size"),
                        &cfg_.seq_length, &cfg_.batch_size);
     // Sequences (DP: one example per record).
