@@ -53,7 +53,8 @@ void AdaptRecordShape(int64_t total_tokens, int max_record_tokens, bool set_seq,
                       int* seq_length, int* batch_size) {
   if (set_seq && max_record_tokens > 0) *seq_length = std::min(max_record_tokens, kMaxRecordSeq);
   const int64_t sequences = total_tokens / std::max(1, *seq_length);
-  if (set_batch) *batch_size = int(std::clamp<int64_t>(sequences / 16, 1, *batch_size));
+  if (set_batch)
+    *batch_size = int(std::clamp<int64_t>(sequences / 16, 1, std::min(*batch_size, kMaxRecordBatch)));
 }
 
 int MaxRecordTokens(const Tokenizer& tok) {
