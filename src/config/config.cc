@@ -95,7 +95,8 @@ std::vector<Config::Key> MakeKeys() {
   DS_KEY(gpu_memory_limit, T::kString, G::kTraining,
          "hard cap on this process's GPU memory: 4GiB, 512MiB, 25% (empty: none)", nullptr);
   // tokenizer
-  DS_KEY(tokenizer, T::kString, G::kTokenizer, "sentencepiece | char | field (typed values; the default for CSV input)",
+  DS_KEY(tokenizer, T::kString, G::kTokenizer,
+         "sentencepiece | char | field (typed values; the default for CSV input)",
          OneOf(&Config::tokenizer, "tokenizer", {"sentencepiece", "char", "field"}));
   DS_KEY(vocab_size, T::kInt, G::kTokenizer, "SentencePiece vocabulary size (soft limit)",
          Range(&Config::vocab_size, "vocab_size", 8, 1000000));
