@@ -80,9 +80,9 @@ printf 'ok line\nbad \xc3\x28 line\n' > "$TMP/latin1.txt"
 expect_error invalid_utf8_text 2 "latin1.txt:2: invalid UTF-8 at byte 4 of the line" "$TMP/m_utf8txt" -- \
   train --input "$TMP/latin1.txt" --model-dir "$TMP/m_utf8txt" "${SMALL[@]}"
 
-# 10 MB field: within the reader's 16 MiB field limit. SentencePiece (the default
-# tokenizer) refuses records longer than max_line_len; a field over 16 MiB is a
-# reader error naming the line and field.
+# 10 MB field: within the reader's 16 MiB field limit. SentencePiece refuses
+# records longer than max_line_len; a field over 16 MiB is a reader error naming
+# the line and field.
 py "$TMP/bigfield.csv" "$TMP/hugefield.csv" <<'EOF'
 import sys
 for path, n in ((sys.argv[1], 10 << 20), (sys.argv[2], (16 << 20) + 1)):
@@ -94,7 +94,7 @@ for path, n in ((sys.argv[1], 10 << 20), (sys.argv[2], (16 << 20) + 1)):
 EOF
 expect_error field_10mb_sentencepiece 2 "training record 31: 10485763 bytes is longer than max_line_len 2048" \
   "$TMP/m_big" -- train --input "$TMP/bigfield.csv" "${CSV[@]}" --model-dir "$TMP/m_big" \
-  --epochs 1 --rnn-units 16 --embedding-dim 8 --vocab-size 30
+  --tokenizer sentencepiece --epochs 1 --rnn-units 16 --embedding-dim 8 --vocab-size 30
 train_error field_over_16mib "hugefield.csv:32: field 2 'text': field longer than 16777216 bytes" "$TMP/hugefield.csv"
 
 # 10,000 columns: handled (the reader's limit is 100,000 fields per record); with column

@@ -82,3 +82,33 @@ TEST(SequenceData, TooFewRecordsSaysHowMany) {
 
 }  // namespace
 }  // namespace ds
+
+namespace ds {
+namespace {
+
+TEST(AdaptRecordShape, FollowsTheTable) {
+  int seq = 100, batch = 64;
+  AdaptRecordShape(50 * 31, 31, true, true, &seq, &batch);  // 50 records of 31 tokens
+  EXPECT_EQ(seq, 31);   // one record per sequence
+  EXPECT_EQ(batch, 3);  // 50 / 16: 16 batches
+  seq = 100, batch = 64;
+  AdaptRecordShape(int64_t(1) << 40, 1 << 20, true, true, &seq, &batch);
+  EXPECT_EQ(seq, kMaxRecordSeq);
+  EXPECT_EQ(batch, kMaxRecordBatch);  // large tables: many small steps
+  seq = 100, batch = 8;
+  AdaptRecordShape(int64_t(1) << 40, 31, true, true, &seq, &batch);
+  EXPECT_EQ(batch, 8);  // never above the configured batch
+  seq = 100, batch = 64;
+  AdaptRecordShape(10 * 31, 31, false, false, &seq, &batch);  // explicit settings stay
+  EXPECT_EQ(seq, 100);
+  EXPECT_EQ(batch, 64);
+  seq = 600;
+  batch = 64;
+  AdaptRecordShape(1000 * 150, 600, true, true, &seq, &batch);  // text: 4 records a sequence
+  EXPECT_EQ(batch, 15);                                         // 250 sequences / 16
+  AdaptRecordShape(5 * 31, 31, true, true, &seq, &batch);
+  EXPECT_EQ(batch, 1);
+}
+
+}  // namespace
+}  // namespace ds

@@ -8,6 +8,7 @@
 #include "generate/generate.h"
 #include "model/model_dir.h"
 #include "tabular/tabular.h"
+#include "tokenize/field_tokenizer.h"
 #include "util/fs.h"
 
 namespace ds::cli {
@@ -48,6 +49,8 @@ void PrintModel(const std::string& dir, const Model& m) {
   }
   std::printf("tokenizer    %s, %d tokens%s\n", m.tokenizer->type().c_str(),
               m.tokenizer->vocab_size(), m.tokenizer->column_markers() ? ", column markers" : "");
+  if (const auto* ft = dynamic_cast<const FieldTokenizer*>(m.tokenizer.get()))
+    std::printf("schema\n%s", ft->Describe().c_str());
   std::printf("network      embedding %d, %d x %s %d, dropout %.2f, %.2fM parameters\n",
               meta.spec.embedding_dim, meta.spec.num_layers,
               arch.c_str(), meta.spec.rnn_units,

@@ -115,7 +115,9 @@ std::vector<Config::Key> MakeKeys() {
          "hard cap on this process's GPU memory: 4GiB, 512MiB, 25% (empty: none)")
       .extra = CheckGpuMemoryLimit;
   // tokenizer
-  Choices(DS_KEY(tokenizer, T::kString, G::kTokenizer, "tokenizer"), {"sentencepiece", "char"});
+  Choices(DS_KEY(tokenizer, T::kString, G::kTokenizer,
+                 "tokenizer (field: typed values, the default for CSV input)"),
+          {"sentencepiece", "char", "field"});
   Ints(DS_KEY(vocab_size, T::kInt, G::kTokenizer, "SentencePiece vocabulary size (soft limit)"), 8,
        1000000);
   Reals(DS_KEY(character_coverage, T::kDouble, G::kTokenizer, "SentencePiece character coverage"),
@@ -157,6 +159,12 @@ std::vector<Config::Key> MakeKeys() {
   DS_KEY(reset_states, T::kBool, G::kGeneration, "reset the LSTM state for each record");
   Ints(DS_KEY(max_invalid, T::kInt64, G::kGeneration, "stop after this many invalid records"), 0,
        1000000000000000);
+  // field tokenizer (typed fields)
+  DS_KEY(field_types, T::kString, G::kTokenizer,
+         "column type overrides: \"col=integer;day=datetime:%d.%m.%Y\" (JSON: an object)");
+  Ints(DS_KEY(field_rare_count, T::kInt, G::kTokenizer,
+              "field tokenizer: category values seen fewer times share one <other> token"),
+       1, 1000000000);
 #undef DS_KEY
   for (const auto& key : k)  // an int key's range must fit an int (no wrap-around)
     DS_CHECK(key.type != T::kInt || (key.imin >= -kIntMax && key.imax <= kIntMax));
@@ -350,6 +358,15 @@ Status Config::SetJson(const std::string& key, const Json& v) {
     case Type::kString:
       if (v.is_null() && key == "field_delimiter") {
         static_cast<std::string*>(f)->clear();
+        break;
+      }
+      if (v.is_object() && key == "field_types") {  // {"col": "type"} -> "col=type;..."
+        std::string spec;
+        for (auto it = v.begin(); it != v.end(); ++it) {
+          if (!it.value().is_string()) return wrong("an object of column: type strings");
+          spec += (spec.empty() ? "" : ";") + it.key() + "=" + it.value().get<std::string>();
+        }
+        *static_cast<std::string*>(f) = spec;
         break;
       }
       if (!v.is_string()) return wrong("a string");

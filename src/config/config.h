@@ -49,7 +49,7 @@ struct Config {
   std::string gpu_memory_limit;           // "" = none; "4GiB", "512MiB", "25%"
 
   // ---- tokenizer ----
-  std::string tokenizer = "sentencepiece";  // sentencepiece | char
+  std::string tokenizer = "sentencepiece";  // sentencepiece | char | field
   int vocab_size = 20000;
   double character_coverage = 1.0;
   int64_t pretrain_sentence_count = 1000000;
@@ -76,6 +76,10 @@ struct Config {
   int predict_batch_size = 64;
   bool reset_states = true;
   int64_t max_invalid = 1000;
+
+  // ---- field tokenizer (typed fields) ----
+  std::string field_types;   // "col=type;col2=type" overrides ("" = infer every column)
+  int field_rare_count = 2;  // category values seen fewer times share <other>
 
   // Keys given explicitly (file or flag), in the order they were set.
   std::vector<std::string> explicit_keys;

@@ -119,7 +119,7 @@ void BatchSampler::Step(std::vector<GeneratedRecord>* done) {
     }
     if (filter_) filter_->Accept(s, tok);
     if (sl.decoder.Push(tok)) {
-      Finish(s, true, {}, done);
+      Finish(s, sl.decoder.error().empty(), sl.decoder.error(), done);
     } else if (opt_.gen_chars > 0 && int64_t(sl.decoder.chars()) >= opt_.gen_chars) {
       Finish(s, true, {}, done);
     } else if (opt_.max_tokens > 0 && sl.sampled >= opt_.max_tokens) {

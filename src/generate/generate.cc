@@ -12,6 +12,7 @@
 #include "io/line_reader.h"
 #include "backend/memory_estimate.h"
 #include "backend/registry.h"
+#include "generate/field_filter.h"
 
 namespace ds {
 
@@ -34,7 +35,14 @@ Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks
       g.rules = ColumnRules::FieldCountOnly(g.header);
     }
     g.rules->set_checks(checks);
-    if (ResolveConstraintLevel(constrain, *g.rules) != ConstraintLevel::kNone) {
+    if (const auto* ft = dynamic_cast<const FieldTokenizer*>(g.tokenizer)) {
+      // Value tokens: the tokenizer's own masks (types, ranges, real dates)
+      // are the constraint; column_rules.json is not used to validate.
+      if (constrain != ConstraintLevel::kNone)
+        g.make_filter = [ft](int slots) -> Result<std::unique_ptr<TokenFilter>> {
+          return NewFieldFilter(*ft, slots);
+        };
+    } else if (ResolveConstraintLevel(constrain, *g.rules) != ConstraintLevel::kNone) {
       DS_ASSIGN_OR_RETURN(auto tables, RecordConstraints::Build(*g.tokenizer, *g.rules, constrain));
       g.make_filter = [tables](int slots) -> Result<std::unique_ptr<TokenFilter>> {
         return NewConstraintFilter(tables, slots);

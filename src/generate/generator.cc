@@ -52,6 +52,16 @@ Result<std::vector<std::vector<int32_t>>> EncodeStartStrings(
 
 void ValidateRecord(const GenerationModel& model, GeneratedRecord* r) {
   if (!r->valid) return;  // the sampler's own failure stays the explanation
+  if (model.tokenizer && model.tokenizer->decodes_records()) {
+    // Honest validity: every field must be a value of its column's type
+    // (known category, number in range at the precision, real date).
+    std::string why = model.tokenizer->CheckFields(r->fields);
+    if (!why.empty()) {
+      r->valid = false;
+      r->explain = std::move(why);
+    }
+    return;
+  }
   if (model.delimiter && model.rules) {
     std::string why = model.rules->Validate(r->fields);
     if (!why.empty()) {

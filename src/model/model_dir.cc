@@ -207,6 +207,19 @@ Status WriteModelParams(const std::string& dir, const Config& config, const Mode
   if (PathExists(dir + "/tokenizer.json")) {
     DS_ASSIGN_OR_RETURN(std::string tok, ReadFile(dir + "/tokenizer.json", 64 << 20));
     j["datasynth"]["tokenizer_crc32"] = Crc32(tok.data(), tok.size());
+    // Field tokenizer: the column schema (types, precision, formats), for
+    // readers of model_params.json; generation reads it from tokenizer.json.
+    Json tj = Json::parse(tok, nullptr, false);
+    if (tj.is_object() && tj.value("type", "") == "field" && tj.contains("field")) {
+      Json schema = Json::array();
+      for (const auto& c : tj["field"].value("columns", Json::array())) {
+        Json e = Json::object();
+        for (const char* k : {"name", "type", "decimals", "trim", "format", "constant"})
+          if (c.contains(k)) e[k] = c[k];
+        schema.push_back(std::move(e));
+      }
+      j["datasynth"]["schema"] = std::move(schema);
+    }
   }
   return WriteFileAtomic(dir + "/model_params.json", j.dump(2) + "\n");
 }

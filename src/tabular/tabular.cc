@@ -963,7 +963,7 @@ Status CheckSeeds(const TabularSeeds& seeds, const LoadedBatch& b0, char bdelim)
                       "the training data",
                       where, seeds.columns[i], static_cast<unsigned char>(bdelim));
       ids.clear();
-      Status s = b0.model->tokenizer->EncodeField(row[i], &ids);
+      Status s = b0.model->tokenizer->EncodeColumnField(int(i), row[i], &ids);
       if (!s.ok())
         return DS_ERR(kInvalidInput, "{}: seed field '{}': {}", where, seeds.columns[i],
                       s.message());

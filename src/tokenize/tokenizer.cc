@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "tokenize/field_tokenizer.h"
 #include "tokenize/internal.h"
 #include "util/fs.h"
 #include "util/utf8.h"
@@ -214,9 +215,18 @@ Status Tokenizer::EncodePrefix(const std::vector<std::string>& fields,
 
 Result<std::unique_ptr<Tokenizer>> TrainTokenizer(
     const TokenizerConfig& config, const std::vector<std::vector<std::string>>& records) {
+  if (config.type == "field") {
+    if (config.header.empty())
+      return DS_ERR(kInvalidArgument, "tokenizer 'field' needs delimited input (field_delimiter)");
+    FieldTokenizerOptions fo;
+    fo.rare_count = config.rare_count;
+    fo.field_types = config.field_types;
+    DS_ASSIGN_OR_RETURN(auto ft, FieldTokenizer::Train(config.header, records, fo));
+    return std::unique_ptr<Tokenizer>(std::move(ft));
+  }
   if (config.type != "char" && config.type != "sentencepiece")
-    return DS_ERR(kInvalidArgument, "tokenizer type '{}': expected 'sentencepiece' or 'char'",
-                  config.type);
+    return DS_ERR(kInvalidArgument,
+                  "tokenizer type '{}': expected 'sentencepiece', 'char' or 'field'", config.type);
   if (config.column_markers && (config.num_columns < 1 || config.num_columns > kMaxColumns))
     return DS_ERR(kInvalidArgument, "column markers need num_columns in [1, {}], got {}",
                   kMaxColumns, config.num_columns);
@@ -244,6 +254,15 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& dir) {
       return DS_ERR(kCorrupt, "{}: format_version {} is not supported (this build reads {})", path,
                     version, kFormatVersion);
     const std::string type = JsonString(j, "type", path);
+    if (type == "field") {
+      const int64_t fvocab = JsonInt(j, "vocab_size", 1, INT32_MAX, path);
+      DS_ASSIGN_OR_RETURN(auto ftok, FieldTokenizer::Load(j, path));
+      if (ftok->vocab_size() != fvocab)
+        return DS_ERR(kCorrupt, "{}: vocab_size {} does not match the vocabulary ({} ids)", path,
+                      fvocab, ftok->vocab_size());
+      result = std::move(ftok);
+      return Status::Ok();
+    }
     const bool markers = JsonBool(j, "column_markers", path);
     const int num_columns = static_cast<int>(JsonInt(j, "num_columns", 0, kMaxColumns, path));
     if (markers != (num_columns > 0))
@@ -274,12 +293,23 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& dir) {
 
 void RecordDecoder::Reset() {
   fields_.clear();
+  ids_.clear();
+  error_.clear();
   chars_ = 0;
   done_ = false;
 }
 
 bool RecordDecoder::Push(int32_t id) {
   if (done_) Reset();
+  if (tok_->decodes_records()) {
+    if (tok_->kind(id) != TokenKind::kEndOfRecord) {
+      ids_.push_back(id);  // chars() stays 0: gen_chars does not cut value records
+      return false;
+    }
+    error_ = tok_->DecodeRecord(ids_, &fields_);
+    done_ = true;
+    return true;
+  }
   switch (tok_->kind(id)) {
     case TokenKind::kText: {
       if (fields_.empty()) fields_.emplace_back();

@@ -39,6 +39,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -58,7 +59,7 @@ enum class TokenKind : uint8_t {
 };
 
 struct TokenizerConfig {
-  std::string type = "sentencepiece";  // "sentencepiece" or "char"
+  std::string type = "sentencepiece";  // "sentencepiece", "char" or "field"
   // SentencePiece options (docs/reference.md §2).
   int vocab_size = 20000;  // soft limit: smaller data gives a smaller vocabulary
   double character_coverage = 1.0;
@@ -69,6 +70,11 @@ struct TokenizerConfig {
   bool column_markers = false;
   int num_columns = 0;
   uint64_t seed = 0;
+  // Field tokenizer (delimited data only): the CSV header, the rare-value
+  // count and per-column type overrides (tokenize/field_tokenizer.h).
+  std::vector<std::string> header;
+  int rare_count = 2;
+  std::map<std::string, std::string> field_types;
 };
 
 class Tokenizer {
@@ -93,12 +99,33 @@ class Tokenizer {
   // offending character (e.g. a character the char tokenizer never saw).
   virtual Status EncodeField(std::string_view field, std::vector<int32_t>* out) const = 0;
 
+  // EncodeField for the field of column `column` (0-based); tokenizers with
+  // one vocabulary for every field ignore the column.
+  virtual Status EncodeColumnField(int column, std::string_view field,
+                                   std::vector<int32_t>* out) const {
+    return EncodeField(field, out);
+  }
   // Appends a whole record, ending with <n> (see the encoding above).
-  Status EncodeRecord(const std::vector<std::string>& fields, std::vector<int32_t>* out) const;
+  virtual Status EncodeRecord(const std::vector<std::string>& fields,
+                              std::vector<int32_t>* out) const;
   // Appends a record prefix for generation: the given complete fields, each
   // followed by the separator that opens the next field (a start string
   // "a,b," is fields {a, b}). No <n>.
-  Status EncodePrefix(const std::vector<std::string>& fields, std::vector<int32_t>* out) const;
+  virtual Status EncodePrefix(const std::vector<std::string>& fields,
+                              std::vector<int32_t>* out) const;
+
+  // Tokenizers whose tokens are values rather than field text (the field
+  // tokenizer, tokenize/field_tokenizer.h) decode a whole record at once:
+  // RecordDecoder collects the ids and calls DecodeRecord at <n> (ids without
+  // the <n>); it returns "" or why the ids are not a record.
+  virtual bool decodes_records() const { return false; }
+  virtual std::string DecodeRecord(std::span<const int32_t> ids,
+                                   std::vector<std::string>* fields) const {
+    return "not a record tokenizer";
+  }
+  // Type check of a decoded record: "" when every field is a value of its
+  // column's type, else why not. Tokenizers without a schema accept all.
+  virtual std::string CheckFields(const std::vector<std::string>& fields) const { return ""; }
 
   // Writes the tokenizer's files into `dir` (tokenizer.json plus, for
   // SentencePiece, tokenizer.model). Loading checks them (untrusted input).
@@ -130,6 +157,9 @@ class RecordDecoder {
   // Returns true when `id` ended the record (<n>).
   bool Push(int32_t id);
   const std::vector<std::string>& fields() const { return fields_; }
+  // Why the finished record does not decode ("" when it does; record
+  // tokenizers only).
+  const std::string& error() const { return error_; }
   // Characters (UTF-8 code points) of field text so far, for gen_chars.
   size_t chars() const { return chars_; }
   bool done() const { return done_; }
@@ -137,6 +167,8 @@ class RecordDecoder {
  private:
   const Tokenizer* tok_;
   std::vector<std::string> fields_;
+  std::vector<int32_t> ids_;  // record tokenizers: the record's ids so far
+  std::string error_;
   size_t chars_ = 0;
   bool done_ = false;
 };

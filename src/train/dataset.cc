@@ -6,6 +6,7 @@
 
 #include "io/csv.h"
 #include "io/line_reader.h"
+#include "tokenize/field_tokenizer.h"
 
 namespace ds {
 
@@ -46,6 +47,29 @@ Result<InputData> ReadInput(const std::string& path, char delimiter, int64_t max
     if (in.records.empty()) return DS_ERR(kInvalidInput, "{}: empty input, no records", path);
   }
   return in;
+}
+
+void AdaptRecordShape(int64_t total_tokens, int max_record_tokens, bool set_seq, bool set_batch,
+                      int* seq_length, int* batch_size) {
+  if (set_seq && max_record_tokens > 0) *seq_length = std::min(max_record_tokens, kMaxRecordSeq);
+  const int64_t sequences = total_tokens / std::max(1, *seq_length);
+  if (set_batch)
+    *batch_size = int(std::clamp<int64_t>(sequences / 16, 1, std::min(*batch_size, kMaxRecordBatch)));
+}
+
+int MaxRecordTokens(const Tokenizer& tok) {
+  const auto* f = dynamic_cast<const FieldTokenizer*>(&tok);
+  return f ? f->max_record_tokens() : 0;
+}
+
+int64_t RecordTokens(const InputData& input, const Tokenizer& tok) {
+  int64_t total = 0;
+  std::vector<int32_t> ids;
+  for (const auto& r : input.records) {
+    ids.clear();
+    if (tok.EncodeRecord(r, &ids).ok()) total += int64_t(ids.size());
+  }
+  return total;
 }
 
 Result<SequenceData> SequenceData::Build(const InputData& input, const Tokenizer& tok,

@@ -37,6 +37,27 @@ struct InputData {
 // without records, invalid UTF-8, NUL bytes.
 Result<InputData> ReadInput(const std::string& path, char delimiter, int64_t max_records);
 
+// Value-token records (Tokenizer::decodes_records: the field tokenizer) are
+// a few tokens per column, so the sequence shape follows the table instead of
+// the char defaults: seq_length = the longest record in tokens, at most
+// kMaxRecordSeq (each sequence then holds one record, from the <n> before it
+// to its <n>; longer records, long free text, continue in the next one) and
+// batch_size = clamp(S / 16, 1, min(batch_size, kMaxRecordBatch)) with S =
+// total_tokens / seq_length (about the number of sequences), so that a table
+// of 50 rows still gives 16 batches (13 for training, 3 for validation), and
+// larger tables get many optimizer steps per epoch (short sequences learn
+// faster from more, smaller steps: docs/typed_fields.md). Only the settings
+// whose set_* is true change.
+inline constexpr int kMaxRecordSeq = 2048;
+inline constexpr int kMaxRecordBatch = 32;
+void AdaptRecordShape(int64_t total_tokens, int max_record_tokens, bool set_seq, bool set_batch,
+                      int* seq_length, int* batch_size);
+// The longest record of a value-token tokenizer, in tokens; 0 for others.
+int MaxRecordTokens(const Tokenizer& tok);
+// Tokens of every record (EncodeRecord, <n> included; records that do not
+// encode count 0: SequenceData::Build reports them).
+int64_t RecordTokens(const InputData& input, const Tokenizer& tok);
+
 // The token stream cut into sequences.
 class SequenceData {
  public:

@@ -26,6 +26,7 @@
 #include "privacy/dp_config.h"
 #include "privacy/rdp_accountant.h"
 #include "privacy/secure_noise.h"
+#include "schema/column_type.h"
 #include "train/dataset.h"
 #include "util/fs.h"
 #include "util/rng.h"
@@ -339,6 +340,10 @@ class TrainRun {
                             opts_.input_path));
     DS_RETURN_IF_ERROR(ApplyDpPolicy());
     if (cfg_.dp && !opts_.resume) ApplyDpDefaults(int64_t(input.records.size()));
+    // Delimited data defaults to typed value tokens (docs/typed_fields.md);
+    // text lines keep SentencePiece, --dp keeps char (ApplyDpPolicy).
+    if (delim && !cfg_.dp && !opts_.resume && !cfg_.IsExplicit("tokenizer"))
+      cfg_.tokenizer = "field";
     if (delim && !opts_.resume) {
       RuleOptions ropts;
       if (cfg_.dp && !cfg_.dp_store_value_rules) ropts.store_values = false;
@@ -360,6 +365,11 @@ class TrainRun {
       t.column_markers = delim != 0 && cfg_.column_markers != "off";
       t.num_columns = t.column_markers ? int(input.header.size()) : 0;
       t.seed = seed_;
+      if (cfg_.tokenizer == "field") {
+        t.header = input.header;
+        t.rare_count = cfg_.field_rare_count;
+        DS_ASSIGN_OR_RETURN(t.field_types, ParseFieldTypes(cfg_.field_types));
+      }
       DS_ASSIGN_OR_RETURN(tok, TrainTokenizer(t, input.records));
       DS_RETURN_IF_ERROR(tok->Save(dir()));
     }
@@ -368,6 +378,10 @@ class TrainRun {
                             Since(t0)));
     if (Cancelled()) return Interrupted();
 
+    if (tok->decodes_records())
+      AdaptRecordShape(RecordTokens(input, *tok), MaxRecordTokens(*tok),
+                       !cfg_.IsExplicit("seq_length"), !cfg_.IsExplicit("batch_size"),
+                       &cfg_.seq_length, &cfg_.batch_size);
     // Sequences (DP: one example per record).
     int max_batch = cfg_.batch_size, max_steps = cfg_.seq_length;
     if (cfg_.dp) {
@@ -513,6 +527,11 @@ class TrainRun {
 
   Status ApplyDpPolicy() {
     if (!cfg_.dp) return Status::Ok();
+    if (cfg_.tokenizer == "field" && cfg_.IsExplicit("tokenizer"))
+      return DS_ERR(kInvalidArgument,
+                    "--dp with tokenizer 'field': its per-column vocabularies (categories, "
+                    "ranges, dates) are learned from the private records and would leak outside "
+                    "the privacy guarantee; use the char tokenizer (the default under --dp)");
     if (cfg_.tokenizer == "sentencepiece" && cfg_.IsExplicit("tokenizer"))
       return DS_ERR(kInvalidArgument,
                     "--dp with tokenizer 'sentencepiece': a SentencePiece vocabulary trained on "

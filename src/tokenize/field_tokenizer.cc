@@ -1,0 +1,765 @@
+// Field tokenizer: see field_tokenizer.h for the token layout and the rules.
+#include "tokenize/field_tokenizer.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "tokenize/internal.h"
+#include "util/utf8.h"
+
+namespace ds {
+
+using tok_internal::JsonArray;
+using tok_internal::JsonBool;
+using tok_internal::JsonField;
+using tok_internal::JsonInt;
+using tok_internal::JsonString;
+
+namespace {
+
+constexpr int kPartSize[] = {0, 12, 31, 24, 60, 60};  // tokens of each DatePart (year: range)
+constexpr int64_t kMaxMagnitude = 100000000000000000LL;  // 10^17: ParseNumber's limit
+
+int64_t Pow10(int n) {
+  int64_t p = 1;
+  for (int i = 0; i < n; ++i) p *= 10;
+  return p;
+}
+
+int DigitsOf(int64_t v) {  // digits of v >= 0; 0 for v == 0
+  int n = 0;
+  while (v > 0) {
+    v /= 10;
+    ++n;
+  }
+  return n;
+}
+
+bool IsNumeric(FieldType t) { return t == FieldType::kInteger || t == FieldType::kDecimal; }
+bool IsText(FieldType t) { return t == FieldType::kText || t == FieldType::kId; }
+
+std::vector<std::string> SplitChars(std::string_view s) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    const size_t at = pos;
+    char32_t cp;
+    if (!NextCodePointStrict(s, &pos, &cp)) {
+      pos = at + 1;  // inputs are validated UTF-8; never loop forever
+      continue;
+    }
+    out.emplace_back(s.substr(at, pos - at));
+  }
+  return out;
+}
+
+uint64_t Mix(uint64_t x) {  // splitmix64 finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+int NumBins(const FieldTokenizer::Column& c) {
+  return c.edges.empty() ? 0 : int(c.edges.size()) - 1;
+}
+
+int BinDigits(const FieldTokenizer::Column& c, int b) {
+  return DigitsOf(c.edges[size_t(b) + 1] - c.edges[size_t(b)] - 1);
+}
+
+// Quantile bin edges of sorted scaled values (see the header).
+std::vector<int64_t> BinEdges(std::vector<int64_t> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<int64_t> distinct = v;
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  std::vector<int64_t> edges;
+  const int64_t n = int64_t(v.size());
+  const int64_t exact = std::min<int64_t>(FieldTokenizer::kExactBins,
+                                          std::max<int64_t>(2, n / FieldTokenizer::kRowsPerExactBin));
+  if (int64_t(distinct.size()) <= exact) {
+    edges = distinct;
+  } else {
+    const int nb = int(std::clamp<int64_t>(n / FieldTokenizer::kRowsPerBin, FieldTokenizer::kMinBins,
+                                           FieldTokenizer::kMaxBins));
+    for (int k = 0; k < nb; ++k) {
+      const int64_t e = v[size_t(k * n / nb)];
+      if (edges.empty() || e > edges.back()) edges.push_back(e);
+    }
+  }
+  edges.push_back(v.back() + 1);
+  return edges;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- training --
+
+Result<std::unique_ptr<FieldTokenizer>> FieldTokenizer::Train(
+    const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& records,
+    const FieldTokenizerOptions& opts) {
+  if (header.empty()) return DS_ERR(kInvalidInput, "the field tokenizer needs a CSV header");
+  for (const auto& [name, type] : opts.field_types)
+    if (std::find(header.begin(), header.end(), name) == header.end())
+      return DS_ERR(kInvalidArgument, "config key 'field_types': no column '{}' in the header",
+                    name);
+  std::unique_ptr<FieldTokenizer> t(new FieldTokenizer());
+  t->rare_count_ = opts.rare_count;
+  for (size_t c = 0; c < header.size(); ++c) {
+    std::vector<std::string_view> vals;
+    vals.reserve(records.size());
+    for (const auto& r : records) vals.push_back(r.at(c));
+    auto it = opts.field_types.find(header[c]);
+    auto typed = InferColumnType(vals, it == opts.field_types.end() ? "" : it->second);
+    if (!typed.ok()) return typed.status().WithContext(fmt::format("column '{}'", header[c]));
+    Column col;
+    col.name = header[c];
+    col.type = *typed;
+    const FieldType ft = col.type.type;
+    if (ft == FieldType::kCategorical) {
+      std::map<std::string_view, int64_t> counts;
+      for (auto v : vals) ++counts[v];
+      for (const auto& [v, n] : counts)
+        if (n >= opts.rare_count) col.values.emplace_back(v);
+      for (auto v : vals)
+        if (counts[v] < opts.rare_count) col.rare.emplace_back(v);
+    } else if (IsNumeric(ft) || ft == FieldType::kDatetime) {
+      std::set<std::string> missing;
+      std::vector<int64_t> scaled;
+      int ylo = 9999, yhi = 0;
+      std::unique_ptr<DateFormat> fmt;
+      if (ft == FieldType::kDatetime) {
+        DS_ASSIGN_OR_RETURN(DateFormat f, DateFormat::Parse(col.type.format));
+        fmt = std::make_unique<DateFormat>(f);
+      }
+      for (auto v : vals) {
+        if (IsMissing(v)) {
+          missing.emplace(v);
+          continue;
+        }
+        if (ft == FieldType::kDatetime) {
+          DateTime d;
+          fmt->Read(v, &d);
+          ylo = std::min(ylo, d.year);
+          yhi = std::max(yhi, d.year);
+        } else {
+          ScaledNumber n;
+          ParseNumber(v, &n);
+          scaled.push_back(Rescale(n, col.type.decimals));
+        }
+      }
+      col.missing.assign(missing.begin(), missing.end());
+      if (IsNumeric(ft) && !scaled.empty()) col.edges = BinEdges(std::move(scaled));
+      if (ft == FieldType::kDatetime && ylo <= yhi) {
+        col.year_lo = ylo;
+        col.year_hi = yhi;
+      }
+    } else if (IsText(ft)) {
+      std::set<std::string> chars;
+      for (auto v : vals) {
+        auto cs = SplitChars(v);
+        col.max_len = std::max(col.max_len, int(cs.size()));
+        if (v.empty()) col.empty_ok = true;
+        chars.insert(cs.begin(), cs.end());
+      }
+      col.chars.assign(chars.begin(), chars.end());
+    }
+    t->cols_.push_back(std::move(col));
+  }
+  DS_RETURN_IF_ERROR(t->Finalize());
+  return t;
+}
+
+// Assigns ids and builds the lookups; checks what loading must reject.
+Status FieldTokenizer::Finalize() {
+  int64_t next = 1;
+  names_.assign(1, "<n>");
+  auto add = [&](const std::string& name) { names_.push_back(name); };
+  for (Column& c : cols_) {
+    c.base = int(next);
+    c.index.clear();
+    c.part_base.clear();
+    const FieldType ft = c.type.type;
+    auto unique = [&](const std::vector<std::string>& list, const char* what) -> Status {
+      for (size_t i = 0; i < list.size(); ++i)
+        if (!c.index.emplace(list[i], int(i)).second)
+          return DS_ERR(kCorrupt, "column '{}': {} '{}' twice", c.name, what, list[i]);
+      return Status::Ok();
+    };
+    if (ft == FieldType::kCategorical) {
+      DS_RETURN_IF_ERROR(unique(c.values, "value"));
+      for (const auto& v : c.values) add(c.name + "=" + v);
+      if (!c.rare.empty()) add(c.name + "=<other>");
+      for (const auto& v : c.rare)
+        if (!c.index.emplace(v, int(c.values.size())).second && c.index[v] != int(c.values.size()))
+          return DS_ERR(kCorrupt, "column '{}': rare value '{}' is also a value", c.name, v);
+      c.size = int(c.values.size()) + (c.rare.empty() ? 0 : 1);
+      if (c.size == 0) return DS_ERR(kCorrupt, "column '{}': no values", c.name);
+    } else if (IsNumeric(ft) || ft == FieldType::kDatetime) {
+      DS_RETURN_IF_ERROR(unique(c.missing, "missing spelling"));
+      for (const auto& m : c.missing) {
+        if (!IsMissing(m)) return DS_ERR(kCorrupt, "column '{}': '{}' is not missing", c.name, m);
+        add(c.name + "=" + (m.empty() ? "<empty>" : m));
+      }
+      c.size = int(c.missing.size());
+      if (IsNumeric(ft)) {
+        if (c.type.decimals < 0 || c.type.decimals > 9)
+          return DS_ERR(kCorrupt, "column '{}': decimals {} out of range", c.name, c.type.decimals);
+        if (c.edges.size() == 1 || c.edges.size() > size_t(kExactBins) + 1)
+          return DS_ERR(kCorrupt, "column '{}': {} bin edges", c.name, c.edges.size());
+        c.nd = 0;
+        for (size_t b = 0; b < c.edges.size(); ++b) {
+          if (std::llabs(c.edges[b]) > kMaxMagnitude + 1 || (b && c.edges[b] <= c.edges[b - 1]))
+            return DS_ERR(kCorrupt, "column '{}': bin edges out of order or range", c.name);
+          if (b) c.nd = std::max(c.nd, BinDigits(c, int(b) - 1));
+        }
+        for (size_t b = 0; b + 1 < c.edges.size(); ++b) add(fmt::format("{}#bin{}", c.name, b));
+        for (int k = 0; k < c.nd; ++k)
+          for (int d = 0; d < 10; ++d) add(fmt::format("{}#d{}={}", c.name, k, d));
+        c.size += int(c.edges.size() ? c.edges.size() - 1 : 0) + 10 * c.nd;
+        if (c.size == 0) return DS_ERR(kCorrupt, "column '{}': no values", c.name);
+      } else {
+        auto f = DateFormat::Parse(c.type.format);
+        if (!f.ok()) return DS_ERR(kCorrupt, "column '{}': {}", c.name, f.status().message());
+        c.format = std::make_unique<DateFormat>(*f);
+        const bool has_dates = c.year_lo <= c.year_hi;
+        if (has_dates && (c.year_lo < 0 || c.year_hi > 9999))
+          return DS_ERR(kCorrupt, "column '{}': years out of range", c.name);
+        if (!has_dates && c.missing.empty())
+          return DS_ERR(kCorrupt, "column '{}': no values", c.name);
+        if (has_dates) {
+          for (DatePart p : c.format->parts()) {
+            c.part_base.push_back(c.base + c.size);
+            const int n = p == DatePart::kYear ? c.year_hi - c.year_lo + 1 : kPartSize[int(p)];
+            for (int i = 0; i < n; ++i) add(fmt::format("{}#p{}={}", c.name, int(p), i));
+            c.size += n;
+          }
+        }
+      }
+    } else if (IsText(ft)) {
+      DS_RETURN_IF_ERROR(unique(c.chars, "character"));
+      for (const auto& ch : c.chars) {
+        size_t pos = 0;
+        char32_t cp;
+        if (!NextCodePointStrict(ch, &pos, &cp) || pos != ch.size())
+          return DS_ERR(kCorrupt, "column '{}': '{}' is not one character", c.name, ch);
+        add(c.name + "'" + ch);
+      }
+      add(c.name + "<eof>");
+      if (c.max_len < 0 || c.max_len > (1 << 20) || (c.max_len > 0 && c.chars.empty()))
+        return DS_ERR(kCorrupt, "column '{}': max_len {} out of range", c.name, c.max_len);
+      if (c.max_len == 0 && !c.empty_ok)
+        return DS_ERR(kCorrupt, "column '{}': no value can be written", c.name);
+      c.size = int(c.chars.size()) + 1;
+    } else {
+      c.size = 0;
+    }
+    next += c.size;
+    if (next > INT32_MAX / 2) return DS_ERR(kCorrupt, "vocabulary too large");
+  }
+  vocab_ = int(next);
+  return Status::Ok();
+}
+
+const std::string& FieldTokenizer::text(int id) const {
+  static const std::string kEmpty;
+  return id >= 0 && id < vocab_ ? names_[size_t(id)] : kEmpty;
+}
+
+int FieldTokenizer::max_record_tokens() const {
+  int64_t n = 1;  // int64: a loaded file may declare 2^20 columns of 2^20 characters
+  for (const Column& c : cols_) {
+    if (IsNumeric(c.type.type)) {
+      n += 1 + c.nd;
+    } else if (c.type.type == FieldType::kDatetime) {
+      n += std::max<int64_t>(1, int64_t(c.part_base.size()));
+    } else if (IsText(c.type.type)) {
+      n += c.max_len + 1;
+    } else if (c.size > 0) {
+      n += 1;
+    }
+  }
+  return int(std::min<int64_t>(n, INT32_MAX / 2));
+}
+
+// ---------------------------------------------------------------- encoding --
+
+Status FieldTokenizer::EncodeValue(int ci, std::string_view v, std::vector<int32_t>* out) const {
+  const Column& c = cols_[size_t(ci)];
+  const FieldType ft = c.type.type;
+  auto not_seen = [&]() {
+    return DS_ERR(kInvalidInput, "column '{}': value '{}' was not seen in training", c.name,
+                  std::string(v));
+  };
+  if (ft == FieldType::kCategorical) {
+    auto it = c.index.find(std::string(v));
+    if (it == c.index.end()) return not_seen();
+    out->push_back(c.base + it->second);
+    return Status::Ok();
+  }
+  if (ft == FieldType::kConstant || ft == FieldType::kEmpty) {
+    if (!ValueFitsType(c.type, v)) return not_seen();
+    return Status::Ok();
+  }
+  if (IsText(ft)) {
+    auto cs = SplitChars(v);
+    if (int(cs.size()) > c.max_len || (cs.empty() && !c.empty_ok))
+      return DS_ERR(kInvalidInput, "column '{}': '{}' is longer than any training value", c.name,
+                    std::string(v));
+    for (const auto& ch : cs) {
+      auto it = c.index.find(ch);
+      if (it == c.index.end())
+        return DS_ERR(kInvalidInput, "column '{}': character '{}' was not seen in training",
+                      c.name, ch);
+      out->push_back(c.base + it->second);
+    }
+    out->push_back(c.base + int(c.chars.size()));
+    return Status::Ok();
+  }
+  // numeric / datetime: a missing spelling first
+  if (auto it = c.index.find(std::string(v)); it != c.index.end()) {
+    out->push_back(c.base + it->second);
+    return Status::Ok();
+  }
+  if (!ValueFitsType(c.type, v) || IsMissing(v))
+    return DS_ERR(kInvalidInput, "column '{}': '{}' is not a {} value{}", c.name, std::string(v),
+                  FieldTypeName(ft), IsMissing(v) ? " (this missing spelling was not seen)" : "");
+  if (ft == FieldType::kDatetime) {
+    DateTime d;
+    c.format->Read(v, &d);
+    if (d.year < c.year_lo || d.year > c.year_hi)
+      return DS_ERR(kInvalidInput, "column '{}': year {} is outside the training years {}..{}",
+                    c.name, d.year, c.year_lo, c.year_hi);
+    const int vals[] = {d.year - c.year_lo, d.month - 1, d.day - 1, d.hour, d.minute, d.second};
+    const auto& parts = c.format->parts();
+    for (size_t p = 0; p < parts.size(); ++p) out->push_back(c.part_base[p] + vals[int(parts[p])]);
+    return Status::Ok();
+  }
+  ScaledNumber n;
+  ParseNumber(v, &n);
+  const int64_t s = Rescale(n, c.type.decimals);
+  if (c.edges.empty() || s < c.edges.front() || s >= c.edges.back())
+    return DS_ERR(kInvalidInput, "column '{}': {} is outside the training range", c.name,
+                  std::string(v));
+  const int b = int(std::upper_bound(c.edges.begin(), c.edges.end(), s) - c.edges.begin()) - 1;
+  const int m = int(c.missing.size()), nb = NumBins(c);
+  out->push_back(c.base + m + b);
+  const int ndb = BinDigits(c, b);
+  const int64_t r = s - c.edges[size_t(b)];
+  for (int j = 0; j < ndb; ++j) {
+    const int d = int((r / Pow10(ndb - 1 - j)) % 10);
+    out->push_back(c.base + m + nb + 10 * (c.nd - ndb + j) + d);
+  }
+  return Status::Ok();
+}
+
+Status FieldTokenizer::EncodeField(std::string_view, std::vector<int32_t>*) const {
+  return DS_ERR(kInvalidArgument,
+                "the field tokenizer encodes whole records (start strings must end with the "
+                "delimiter)");
+}
+
+Status FieldTokenizer::EncodeColumnField(int column, std::string_view field,
+                                         std::vector<int32_t>* out) const {
+  if (column < 0 || column >= int(cols_.size()))
+    return DS_ERR(kInvalidArgument, "column {} of {}", column + 1, cols_.size());
+  return EncodeValue(column, field, out);
+}
+
+Status FieldTokenizer::EncodeRecord(const std::vector<std::string>& fields,
+                                    std::vector<int32_t>* out) const {
+  if (fields.size() != cols_.size())
+    return DS_ERR(kInvalidInput, "record has {} fields, expected {}", fields.size(), cols_.size());
+  const size_t start = out->size();
+  for (size_t f = 0; f < fields.size(); ++f) {
+    Status s = EncodeValue(int(f), fields[f], out);
+    if (!s.ok()) {
+      out->resize(start);
+      return s;
+    }
+  }
+  out->push_back(0);
+  return Status::Ok();
+}
+
+Status FieldTokenizer::EncodePrefix(const std::vector<std::string>& fields,
+                                    std::vector<int32_t>* out) const {
+  if (fields.size() >= cols_.size())
+    return DS_ERR(kInvalidInput, "start has {} fields; with {} columns at most {} can be given",
+                  fields.size(), cols_.size(), cols_.size() - 1);
+  const size_t start = out->size();
+  for (size_t f = 0; f < fields.size(); ++f) {
+    Status s = EncodeValue(int(f), fields[f], out);
+    if (!s.ok()) {
+      out->resize(start);
+      return s;
+    }
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- decoding --
+
+void FieldTokenizer::SkipEmpty(Cursor* c, std::vector<std::string>* fields) const {
+  while (c->col < int(cols_.size()) && cols_[size_t(c->col)].size == 0) {
+    const Column& col = cols_[size_t(c->col)];
+    if (fields) fields->push_back(col.type.type == FieldType::kConstant ? col.type.constant : "");
+    ++c->col;
+  }
+}
+
+void FieldTokenizer::Begin(Cursor* c, std::vector<std::string>* fields) const {
+  *c = Cursor();
+  SkipEmpty(c, fields);
+}
+
+void FieldTokenizer::Complete(Cursor* c, std::string value, std::vector<std::string>* fields) const {
+  if (fields) fields->push_back(std::move(value));
+  ++c->col;
+  c->part = 0;
+  c->bin = -1;
+  c->acc = 0;
+  c->len = 0;
+  c->text.clear();
+  SkipEmpty(c, fields);
+}
+
+void FieldTokenizer::PartRange(const Cursor& c, int* lo, int* hi) const {
+  if (c.col >= int(cols_.size())) {
+    *lo = 0;
+    *hi = 1;
+    return;
+  }
+  const Column& col = cols_[size_t(c.col)];
+  *lo = col.base;
+  *hi = col.base + col.size;
+  if (IsNumeric(col.type.type) && c.part > 0) {
+    const int m = int(col.missing.size()), nb = NumBins(col);
+    const int k = col.nd - BinDigits(col, c.bin) + c.part - 1;
+    *lo = col.base + m + nb + 10 * k;
+    *hi = *lo + 10;
+  } else if (IsNumeric(col.type.type)) {
+    *hi = col.base + int(col.missing.size()) + NumBins(col);
+  } else if (col.type.type == FieldType::kDatetime && !col.part_base.empty()) {
+    const auto& parts = col.format->parts();
+    if (c.part > 0) *lo = col.part_base[size_t(c.part)];
+    *hi = size_t(c.part) + 1 < parts.size() ? col.part_base[size_t(c.part) + 1] : col.base + col.size;
+  }
+}
+
+void FieldTokenizer::Advance(Cursor* c, int32_t id, std::vector<std::string>* fields) const {
+  if (c->broken) return;
+  int lo, hi;
+  PartRange(*c, &lo, &hi);
+  if (id < lo || id >= hi || c->col >= int(cols_.size())) {
+    c->broken = true;
+    return;
+  }
+  const Column& col = cols_[size_t(c->col)];
+  const int off = id - col.base;
+  const int m = int(col.missing.size());
+  switch (col.type.type) {
+    case FieldType::kCategorical:
+      if (off < int(col.values.size())) return Complete(c, col.values[size_t(off)], fields);
+      return Complete(c, col.rare[size_t(Mix(c->hash + uint64_t(c->col)) % col.rare.size())],
+                      fields);
+    case FieldType::kInteger:
+    case FieldType::kDecimal: {
+      if (c->part == 0 && off < m) return Complete(c, col.missing[size_t(off)], fields);
+      if (c->part == 0) {
+        c->bin = off - m;
+      } else {
+        const int d = (id - lo);
+        const int ndb = BinDigits(col, c->bin);
+        const int64_t w = col.edges[size_t(c->bin) + 1] - col.edges[size_t(c->bin)];
+        c->acc = c->acc * 10 + d;
+        if (c->acc * Pow10(ndb - c->part) > w - 1) {
+          c->broken = true;
+          return;
+        }
+      }
+      if (c->part == BinDigits(col, c->bin)) {
+        const int64_t s = col.edges[size_t(c->bin)] + c->acc;
+        return Complete(c, FormatNumber(s, col.type.decimals, col.type.trim), fields);
+      }
+      ++c->part;
+      return;
+    }
+    case FieldType::kDatetime: {
+      if (c->part == 0 && off < m) return Complete(c, col.missing[size_t(off)], fields);
+      const auto& parts = col.format->parts();
+      const int v = id - col.part_base[size_t(c->part)];
+      switch (parts[size_t(c->part)]) {
+        case DatePart::kYear: c->dt.year = col.year_lo + v; break;
+        case DatePart::kMonth: c->dt.month = v + 1; break;
+        case DatePart::kDay:
+          if (v + 1 > DaysInMonth(c->dt.year, c->dt.month)) {
+            c->broken = true;
+            return;
+          }
+          c->dt.day = v + 1;
+          break;
+        case DatePart::kHour: c->dt.hour = v; break;
+        case DatePart::kMinute: c->dt.minute = v; break;
+        case DatePart::kSecond: c->dt.second = v; break;
+      }
+      if (size_t(++c->part) == parts.size()) {
+        std::string s = col.format->Write(c->dt);
+        c->dt = DateTime();
+        return Complete(c, std::move(s), fields);
+      }
+      return;
+    }
+    case FieldType::kText:
+    case FieldType::kId:
+      if (off == int(col.chars.size())) {
+        if (c->len == 0 && !col.empty_ok) {
+          c->broken = true;
+          return;
+        }
+        return Complete(c, std::move(c->text), fields);
+      }
+      if (c->len >= col.max_len) {
+        c->broken = true;
+        return;
+      }
+      c->text += col.chars[size_t(off)];
+      ++c->len;
+      return;
+    default: c->broken = true; return;
+  }
+}
+
+void FieldTokenizer::Mask(const Cursor& c, float* logits) const {
+  const float kNeg = -INFINITY;
+  if (c.broken) return;  // nothing legal is left to keep
+  int lo, hi;
+  PartRange(c, &lo, &hi);
+  std::fill(logits, logits + lo, kNeg);
+  std::fill(logits + hi, logits + vocab_, kNeg);
+  if (c.col >= int(cols_.size())) return;
+  const Column& col = cols_[size_t(c.col)];
+  if (IsNumeric(col.type.type) && c.part > 0) {
+    const int ndb = BinDigits(col, c.bin);
+    const int64_t w = col.edges[size_t(c.bin) + 1] - col.edges[size_t(c.bin)];
+    for (int d = 0; d < 10; ++d)
+      if ((c.acc * 10 + d) * Pow10(ndb - c.part) > w - 1) logits[lo + d] = kNeg;
+  } else if (col.type.type == FieldType::kDatetime && !col.part_base.empty() &&
+             col.format->parts()[size_t(c.part)] == DatePart::kDay) {
+    for (int d = DaysInMonth(c.dt.year, c.dt.month); d < 31; ++d) logits[lo + d] = kNeg;
+  } else if (IsText(col.type.type)) {
+    const int eof = col.base + int(col.chars.size());
+    if (c.len >= col.max_len) {
+      std::fill(logits + lo, logits + eof, kNeg);
+    } else if (c.len == 0 && !col.empty_ok) {
+      logits[eof] = kNeg;
+    }
+  }
+}
+
+std::string FieldTokenizer::DecodeRecord(std::span<const int32_t> ids,
+                                         std::vector<std::string>* fields) const {
+  fields->clear();
+  Cursor c;
+  Begin(&c, fields);
+  // <other> is decoded by a hash of the WHOLE record's ids (see the header).
+  for (int32_t id : ids) c.hash = Mix(c.hash ^ uint64_t(uint32_t(id)));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    Advance(&c, ids[i], fields);
+    if (c.broken) {
+      const std::string col =
+          c.col < int(cols_.size()) ? "'" + cols_[size_t(c.col)].name + "'" : "after the last";
+      return fmt::format("token {} (id {}) is not legal in column {}", i + 1, ids[i], col);
+    }
+  }
+  if (c.col < int(cols_.size()))
+    return fmt::format("record ended in column '{}'", cols_[size_t(c.col)].name);
+  return "";
+}
+
+std::string FieldTokenizer::CheckFields(const std::vector<std::string>& fields) const {
+  if (fields.size() != cols_.size())
+    return fmt::format("{} fields, expected {}", fields.size(), cols_.size());
+  std::vector<int32_t> ids;
+  for (size_t f = 0; f < fields.size(); ++f) {
+    ids.clear();
+    // A value is of its column's type when it encodes (known category, number
+    // in range at the precision, real date in the years, known characters).
+    Status s = EncodeValue(int(f), fields[f], &ids);
+    if (!s.ok()) return fmt::format("field {}: {}", f + 1, s.message());
+  }
+  return "";
+}
+
+// ------------------------------------------------------------- description --
+
+std::string FieldTokenizer::Describe() const {
+  std::string out;
+  for (const Column& c : cols_) {
+    std::string what = FieldTypeName(c.type.type);
+    switch (c.type.type) {
+      case FieldType::kCategorical:
+        what += fmt::format(" ({} values{})", c.values.size(),
+                            c.rare.empty() ? "" : fmt::format(", {} rare pooled", c.rare.size()));
+        break;
+      case FieldType::kInteger:
+      case FieldType::kDecimal:
+        what += fmt::format(" (D={}{}, {} bins, {} digits)", c.type.decimals,
+                            c.type.trim ? " trim" : "", c.edges.size() ? c.edges.size() - 1 : 0,
+                            c.nd);
+        break;
+      case FieldType::kDatetime:
+        what += fmt::format(" ({}, years {}..{})", c.type.format, c.year_lo, c.year_hi);
+        break;
+      case FieldType::kText:
+      case FieldType::kId:
+        what += fmt::format(" ({} chars, up to {})", c.chars.size(), c.max_len);
+        break;
+      default: break;
+    }
+    if (!c.missing.empty()) what += fmt::format(", {} missing spellings", c.missing.size());
+    out += fmt::format("  {}: {}{}\n", c.name, what,
+                       c.size ? fmt::format(", ids {}..{}", c.base, c.base + c.size - 1) : "");
+  }
+  return out;
+}
+
+nlohmann::json FieldTokenizer::SchemaJson() const {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const Column& c : cols_) {
+    nlohmann::json j = {{"name", c.name}, {"type", FieldTypeName(c.type.type)}};
+    if (IsNumeric(c.type.type)) {
+      j["decimals"] = c.type.decimals;
+      j["trim"] = c.type.trim;
+    }
+    if (c.type.type == FieldType::kDatetime) j["format"] = c.type.format;
+    if (c.type.type == FieldType::kConstant) j["constant"] = c.type.constant;
+    arr.push_back(std::move(j));
+  }
+  return arr;
+}
+
+// ------------------------------------------------------------ save / load --
+
+Status FieldTokenizer::Save(const std::string& dir) const {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return DS_ERR(kIo, "{}: cannot create directory: {}", dir, ec.message());
+  nlohmann::json j;
+  j["format"] = tok_internal::kFormatName;
+  j["format_version"] = tok_internal::kFormatVersion;
+  j["type"] = type();
+  j["vocab_size"] = vocab_;
+  j["column_markers"] = false;
+  j["num_columns"] = 0;
+  j["specials"] = {"<n>"};
+  nlohmann::json cols = SchemaJson();
+  for (size_t i = 0; i < cols_.size(); ++i) {
+    const Column& c = cols_[i];
+    nlohmann::json& o = cols[i];
+    switch (c.type.type) {
+      case FieldType::kCategorical:
+        o["values"] = c.values;
+        o["rare"] = c.rare;
+        break;
+      case FieldType::kInteger:
+      case FieldType::kDecimal:
+        o["missing"] = c.missing;
+        o["edges"] = c.edges;
+        break;
+      case FieldType::kDatetime:
+        o["missing"] = c.missing;
+        o["years"] = {c.year_lo, c.year_hi};
+        break;
+      case FieldType::kText:
+      case FieldType::kId:
+        o["chars"] = c.chars;
+        o["max_len"] = c.max_len;
+        o["empty_ok"] = c.empty_ok;
+        break;
+      default: break;
+    }
+  }
+  j["field"] = {{"rare_count", rare_count_}, {"columns", std::move(cols)}};
+  return tok_internal::WriteFile((std::filesystem::path(dir) / tok_internal::kJsonFile).string(),
+                                 j.dump(1) + "\n");
+}
+
+namespace {
+
+std::vector<std::string> StringList(const nlohmann::json& o, const char* key, size_t max,
+                                    const std::string& path) {
+  const auto& a = JsonArray(o, key, max, path);
+  std::vector<std::string> out;
+  out.reserve(a.size());
+  for (const auto& v : a) {
+    if (!v.is_string()) DS_THROW(kCorrupt, "{}: '{}' holds a non-string", path, key);
+    out.push_back(v.get<std::string>());
+    if (!IsValidUtf8(out.back())) DS_THROW(kCorrupt, "{}: '{}' holds invalid UTF-8", path, key);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Tokenizer>> FieldTokenizer::Load(const nlohmann::json& j,
+                                                        const std::string& path) {
+  if (JsonBool(j, "column_markers", path) || JsonInt(j, "num_columns", 0, 0, path) != 0 ||
+      JsonArray(j, "specials", 1, path) != nlohmann::json({"<n>"}))
+    return DS_ERR(kCorrupt, "{}: a field tokenizer has no column markers and one special <n>",
+                  path);
+  const auto& f = JsonField(j, "field", path);
+  std::unique_ptr<FieldTokenizer> t(new FieldTokenizer());
+  t->rare_count_ = int(JsonInt(f, "rare_count", 1, INT32_MAX, path));
+  const auto& cols = JsonArray(f, "columns", tok_internal::kMaxColumns, path);
+  if (cols.empty()) return DS_ERR(kCorrupt, "{}: no columns", path);
+  std::set<std::string> names;
+  for (size_t i = 0; i < cols.size(); ++i) {
+    const auto& o = cols[i];
+    const std::string where = fmt::format("{} (column {})", path, i + 1);
+    Column c;
+    c.name = JsonString(o, "name", where);
+    if (!names.insert(c.name).second) return DS_ERR(kCorrupt, "{}: name repeated", where);
+    if (!ParseFieldTypeName(JsonString(o, "type", where), &c.type.type))
+      return DS_ERR(kCorrupt, "{}: unknown type", where);
+    const FieldType ft = c.type.type;
+    if (ft == FieldType::kCategorical) {
+      c.values = StringList(o, "values", size_t(1) << 22, where);
+      c.rare = StringList(o, "rare", size_t(1) << 26, where);
+    } else if (IsNumeric(ft)) {
+      c.type.decimals = int(JsonInt(o, "decimals", 0, 9, where));
+      c.type.trim = JsonBool(o, "trim", where);
+      c.missing = StringList(o, "missing", 16, where);
+      const auto& e = JsonArray(o, "edges", size_t(kExactBins) + 1, where);
+      for (const auto& v : e) {
+        if (!v.is_number_integer()) return DS_ERR(kCorrupt, "{}: edges must be integers", where);
+        c.edges.push_back(v.get<int64_t>());
+      }
+    } else if (ft == FieldType::kDatetime) {
+      c.type.format = JsonString(o, "format", where);
+      c.missing = StringList(o, "missing", 16, where);
+      const auto& y = JsonArray(o, "years", 2, where);
+      if (y.size() != 2 || !y[0].is_number_integer() || !y[1].is_number_integer())
+        return DS_ERR(kCorrupt, "{}: 'years' must be [lo, hi]", where);
+      c.year_lo = int(std::clamp<int64_t>(y[0].get<int64_t>(), -1, 10000));
+      c.year_hi = int(std::clamp<int64_t>(y[1].get<int64_t>(), -1, 10000));
+    } else if (IsText(ft)) {
+      c.chars = StringList(o, "chars", 0x110000, where);
+      c.max_len = int(JsonInt(o, "max_len", 0, 1 << 20, where));
+      c.empty_ok = JsonBool(o, "empty_ok", where);
+    } else if (ft == FieldType::kConstant) {
+      c.type.constant = JsonString(o, "constant", where);
+    }
+    t->cols_.push_back(std::move(c));
+  }
+  Status s = t->Finalize();
+  if (!s.ok()) return DS_ERR(kCorrupt, "{}: {}", path, s.message());
+  return std::unique_ptr<Tokenizer>(std::move(t));
+}
+
+}  // namespace ds

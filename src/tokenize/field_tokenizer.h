@@ -1,0 +1,171 @@
+// Field tokenizer ("field"): a delimited record becomes a short sequence of
+// value tokens, with a vocabulary per column (types from schema/column_type.h).
+//
+// Record:  v(col0) v(col1) ... v(col{K-1}) <n>, where v(c) is:
+//   categorical  1 token: the value (each missing spelling is a value); values
+//                seen fewer than rare_count times share one <other> token,
+//                decoded as an entry of the column's rare list (all rare
+//                occurrences, so a value seen twice is twice as likely)
+//                chosen by a hash of all the record's tokens and the column
+//                (so the record stays a pure function of its tokens, and
+//                records that differ anywhere draw independently)
+//   integer /    1 token: a missing spelling, or the quantile bin b of the
+//   decimal      value scaled to an integer at the column's precision D
+//                (value * 10^D); then nd(b) digit tokens of the residual
+//                (scaled - edge[b]) in [0, width(b)), most significant first,
+//                nd(b) = digits of width(b) - 1 (0 for a one-value bin). Bins:
+//                every distinct value its own bin when there are at most
+//                kExactBins of them, else kMaxBins quantiles (edges deduplicated);
+//                the last bin ends at max + 1. Digit position k of the
+//                column's ND = max nd(b) positions has its own 10 tokens; the
+//                residual's digits are aligned right (units share tokens).
+//   datetime     a missing spelling, or the year, then the month, day, hour,
+//                minute, second tokens that the column's format has (year
+//                within the learned years; written back in the format)
+//   text / id    one token per code point of the column's text, then <eof>
+//                (at most the longest length seen; empty only if seen)
+//   constant /   no token: the value is written back
+//   empty
+// Every (column, part) has its own contiguous id range, so a token's id tells
+// the network the column and the part it belongs to. Ids: 0 = <n>, then the
+// columns in header order, each part in the order above.
+//
+// Masks (Mask): at each position only the ids legal there: the current part's
+// range; a digit only when some completion stays inside the bin; a day only
+// up to DaysInMonth(year, month); <eof> only at a legal length; <n> only after
+// the last column. So every record sampled under the mask decodes to values
+// of its column's type (ValueFitsType), known categories and numbers inside
+// the learned range.
+//
+// tokenizer.json (type "field") holds the whole schema and the vocabularies;
+// loading checks every entry (untrusted input).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "schema/column_type.h"
+#include "tokenize/tokenizer.h"
+
+namespace ds {
+
+struct FieldTokenizerOptions {
+  int rare_count = 2;  // categorical values seen fewer times go to <other>
+  std::map<std::string, std::string> field_types;  // overrides by column name
+};
+
+class FieldTokenizer final : public Tokenizer {
+ public:
+  // Numeric bins (see the file comment): a column of n values with at most
+  // min(kExactBins, max(2, n / kRowsPerExactBin)) distinct values gets one bin
+  // per value, else clamp(n / kRowsPerBin, kMinBins, kMaxBins) quantile bins.
+  static constexpr int kMaxBins = 32;
+  static constexpr int kMinBins = 8;
+  static constexpr int kRowsPerBin = 40;
+  static constexpr int kExactBins = 100;
+  static constexpr int kRowsPerExactBin = 30;
+
+  struct Column {
+    std::string name;
+    ColumnSchema type;
+    int base = 0, size = 0;  // ids [base, base + size)
+    // categorical
+    std::vector<std::string> values;
+    std::vector<std::string> rare;  // with multiplicity, in row order
+    // numeric / datetime
+    std::vector<std::string> missing;  // missing spellings (first tokens)
+    std::vector<int64_t> edges;        // numeric: [nb + 1] bin edges, increasing
+    int nd = 0;                        // numeric: digit positions
+    int year_lo = 0, year_hi = -1;     // datetime
+    // text / id
+    std::vector<std::string> chars;
+    int max_len = 0;
+    bool empty_ok = false;
+    // derived
+    std::unordered_map<std::string, int> index;  // categorical value / missing / char -> offset
+    std::vector<int> part_base;                  // datetime: id of each part's first token
+    std::unique_ptr<DateFormat> format;
+  };
+
+  // Decoding / masking position in a record.
+  struct Cursor {
+    int col = 0;      // current column (== columns: only <n>)
+    int part = 0;     // token index inside the field
+    int bin = -1;     // numeric: chosen bin
+    int64_t acc = 0;  // numeric residual digits so far / datetime year
+    int month = 0;
+    int len = 0;     // text code points so far
+    uint64_t hash = 1469598103934665603ull;  // decoding: hash of the record's ids
+    bool broken = false;
+    DateTime dt;       // datetime parts so far
+    std::string text;  // text field so far
+  };
+
+  static Result<std::unique_ptr<FieldTokenizer>> Train(
+      const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& records,
+      const FieldTokenizerOptions& opts);
+  static Result<std::unique_ptr<Tokenizer>> Load(const nlohmann::json& j, const std::string& path);
+
+  std::string type() const override { return "field"; }
+  int vocab_size() const override { return vocab_; }
+  TokenKind kind(int id) const override {
+    return id == 0 ? TokenKind::kEndOfRecord
+                   : (id > 0 && id < vocab_ ? TokenKind::kText : TokenKind::kUnused);
+  }
+  const std::string& text(int id) const override;
+  int column(int id) const override { return -1; }
+  int end_id() const override { return 0; }
+  int delimiter_id() const override { return -1; }
+  int column_id(int k) const override { return -1; }
+  bool column_markers() const override { return false; }
+  int num_columns() const override { return 0; }
+  // A single field cannot be encoded without its column: use EncodeRecord.
+  Status EncodeField(std::string_view field, std::vector<int32_t>* out) const override;
+  Status EncodeColumnField(int column, std::string_view field,
+                           std::vector<int32_t>* out) const override;
+  Status EncodeRecord(const std::vector<std::string>& fields,
+                      std::vector<int32_t>* out) const override;
+  Status EncodePrefix(const std::vector<std::string>& fields,
+                      std::vector<int32_t>* out) const override;
+  bool decodes_records() const override { return true; }
+  std::string DecodeRecord(std::span<const int32_t> ids,
+                           std::vector<std::string>* fields) const override;
+  std::string CheckFields(const std::vector<std::string>& fields) const override;
+  Status Save(const std::string& dir) const override;
+
+  const std::vector<Column>& columns() const { return cols_; }
+  // Starts a record: skips leading token-less columns (their values go to
+  // `fields` when not null).
+  void Begin(Cursor* c, std::vector<std::string>* fields) const;
+  // Consumes `id`; completed fields are appended to `fields` (may be null).
+  // An illegal id sets c->broken (and the record stops there).
+  void Advance(Cursor* c, int32_t id, std::vector<std::string>* fields) const;
+  // Sets every logit that is illegal at `c` to -inf.
+  void Mask(const Cursor& c, float* logits) const;
+  // Longest record in tokens (<n> included).
+  int max_record_tokens() const;
+  // One line per column: "name: integer (D=0, 12 bins, 2 digits) ids 5..34".
+  std::string Describe() const;
+  nlohmann::json SchemaJson() const;  // per column: name, type, decimals, format
+
+ private:
+  Status EncodeValue(int col, std::string_view v, std::vector<int32_t>* out) const;
+  Status Finalize();  // ids, indexes, names; checks
+  void Complete(Cursor* c, std::string value, std::vector<std::string>* fields) const;
+  void SkipEmpty(Cursor* c, std::vector<std::string>* fields) const;
+  // [lo, hi) of the current part's ids.
+  void PartRange(const Cursor& c, int* lo, int* hi) const;
+
+  std::vector<Column> cols_;
+  int rare_count_ = 2;
+  int vocab_ = 1;
+  std::vector<std::string> names_;  // [V] token display names
+};
+
+}  // namespace ds
