@@ -4,7 +4,8 @@
 # generate 1,000 records and score them against the real ones. About 1-2 minutes
 # on 2 cores after setup: the default typed-field tokenizer with a small network
 # (2 x LSTM 128, embedding 64, early stopping); the model written is a normal one
-# (`datasynth info`). EPOCHS caps the epochs (default 100, early stopping ends sooner).
+# (`datasynth info`). EPOCHS caps the epochs (default 100, early stopping ends sooner),
+# TRAIN_SECONDS the whole training run (default 90 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -14,7 +15,8 @@ DS=./build/datasynth
 OUT=${OUT:-out/demo}
 mkdir -p "$OUT"
 $DS train --input examples/telco_churn_2k.csv --field-delimiter , --model-dir "$OUT/model" \
-  --rnn-units 128 --embedding-dim 64 --epochs "${EPOCHS:-100}" --seed 7 --overwrite
+  --rnn-units 128 --embedding-dim 64 --epochs "${EPOCHS:-100}" \
+  --max-training-time-seconds "${TRAIN_SECONDS:-90}" --seed 7 --overwrite
 $DS info --model-dir "$OUT/model"
 $DS generate --model-dir "$OUT/model" --num-lines 1000 --output "$OUT/synthetic.csv" --seed 7 --overwrite
 echo "--- first records of $OUT/synthetic.csv ---"
