@@ -225,5 +225,17 @@ TEST(Config, FieldDelimiterAndStringsCheckedWhenParsed) {
   EXPECT_NE(v.Validate().message().find("predict_batch_size"), std::string::npos);
 }
 
+TEST(Config, FieldTypesCheckedWhenParsed) {
+  Config c;
+  EXPECT_TRUE(c.Set("field_types", "a=integer;b=datetime:%Y-%m-%d;c=text").ok());
+  for (const char* bad : {"a=bogus", "a=integer:%Y", "a=datetime:%Q", "a", "=integer"}) {
+    Status s = c.Set("field_types", bad);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find("field_types"), std::string::npos) << s.message();
+  }
+  EXPECT_FALSE(c.SetJson("field_types", nlohmann::json{{"a", "bogus"}}).ok());
+  EXPECT_TRUE(c.SetJson("field_types", nlohmann::json{{"a", "categorical"}}).ok());
+}
+
 }  // namespace
 }  // namespace ds

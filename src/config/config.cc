@@ -11,6 +11,7 @@
 
 #include "backend/device_allocator.h"
 #include "io/csv.h"
+#include "schema/column_type.h"
 #include "util/utf8.h"
 
 namespace ds {
@@ -44,6 +45,8 @@ Status CheckDelimiterToken(const Config& c) {
                   "config key 'field_delimiter_token': must be 1 to 64 bytes without CR or LF");
   return Status::Ok();
 }
+
+Status CheckFieldTypes(const Config& c) { return ParseFieldTypes(c.field_types).status(); }
 
 Status CheckGpuMemoryLimit(const Config& c) {
   if (c.gpu_memory_limit.empty()) return Status::Ok();
@@ -161,7 +164,8 @@ std::vector<Config::Key> MakeKeys() {
        1000000000000000);
   // field tokenizer (typed fields)
   DS_KEY(field_types, T::kString, G::kTokenizer,
-         "column type overrides: \"col=integer;day=datetime:%d.%m.%Y\" (JSON: an object)");
+         "column type overrides: \"col=integer;day=datetime:%d.%m.%Y\" (JSON: an object)")
+      .extra = CheckFieldTypes;
   Ints(DS_KEY(field_rare_count, T::kInt, G::kTokenizer,
               "field tokenizer: category values seen fewer times share one <other> token"),
        1, 1000000000);

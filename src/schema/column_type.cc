@@ -388,7 +388,22 @@ Result<std::map<std::string, std::string>> ParseFieldTypes(std::string_view spec
     if (eq == std::string_view::npos || eq == 0 || eq + 1 == part.size())
       return DS_ERR(kInvalidArgument, "config key 'field_types': '{}' is not column=type",
                     std::string(part));
-    out[std::string(part.substr(0, eq))] = std::string(part.substr(eq + 1));
+    const std::string col(part.substr(0, eq)), type(part.substr(eq + 1));
+    const size_t colon = type.find(':');
+    FieldType ft;
+    if (!ParseFieldTypeName(type.substr(0, colon), &ft) ||
+        (colon != std::string::npos && ft != FieldType::kDatetime))
+      return DS_ERR(kInvalidArgument,
+                    "config key 'field_types': column '{}': type '{}' is not one of categorical, "
+                    "integer, decimal, datetime[:format], text, id, constant, empty",
+                    col, type);
+    if (colon != std::string::npos) {
+      auto fmt = DateFormat::Parse(type.substr(colon + 1));
+      if (!fmt.ok())
+        return DS_ERR(kInvalidArgument, "config key 'field_types': column '{}': {}", col,
+                      fmt.status().message());
+    }
+    out[col] = type;
   }
   return out;
 }
