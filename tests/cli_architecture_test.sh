@@ -9,9 +9,7 @@ DS=$1
 ROOT=$2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-fails=0; passes=0
-pass() { echo "ok: $1"; passes=$((passes + 1)); }
-fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
+source "$(dirname "$0")/lib.sh"
 
 SMALL=(--tokenizer char --epochs 2 --embedding-dim 16 --rnn-units 32 --batch-size 8 --seq-length 32
        --seed 5 --device cpu --field-delimiter ,)
@@ -98,5 +96,4 @@ edit_params "$TMP/future" 'p["datasynth"]["format_version"] = 3'
 expect_error "future format" "model format version 3 is not supported (this build reads 1 to 2)" -- \
   info --model-dir "$TMP/future"
 
-echo "$passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -9,9 +9,7 @@ DS=$1
 ROOT=$2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-fails=0; passes=0
-pass() { echo "ok: $1"; passes=$((passes + 1)); }
-fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
+source "$(dirname "$0")/lib.sh"
 
 SMALL=(--tokenizer field --epochs 3 --embedding-dim 16 --rnn-units 32 --seed 3 --threads 1)
 
@@ -113,5 +111,4 @@ sed -i 's/"rare_count": 2/"rare_count": 3/' "$TMP/bad/tokenizer.json"
 out=$("$DS" generate --model-dir "$TMP/bad" --num-lines 2 --device cpu 2>&1 >/dev/null)
 grep -q "checksum" <<<"$out" && pass "tampered tokenizer.json rejected" || fail "tamper: $out"
 
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish

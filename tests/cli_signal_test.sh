@@ -10,9 +10,7 @@ DS=$1
 ROOT=$2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-fails=0; passes=0
-pass() { echo "ok: $1"; passes=$((passes + 1)); }
-fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
+source "$(dirname "$0")/lib.sh"
 T=(timeout --foreground -k 5 120)
 CSV="$ROOT/examples/telco_churn_2k.csv"
 BASE=(--tokenizer char --epochs 1000 --embedding-dim 16 --rnn-units 32 --seq-length 32 --seed 5)
@@ -140,5 +138,4 @@ stop INT
   pass "8b: synthesize without --model-dir: exit 130, no false promise" ||
   fail "8b: exit $rc: $(tail -2 "$TMP/8b.log")"
 
-echo "$passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -9,9 +9,7 @@ DS=$1
 ROOT=$2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-fails=0; passes=0
-pass() { echo "ok: $1"; passes=$((passes + 1)); }
-fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
+source "$(dirname "$0")/lib.sh"
 T=(timeout --foreground -k 5 120)
 CSV="$ROOT/examples/telco_churn_2k.csv"
 # Epochs much longer than the budget, with a validation pass of ~1 s (28 batches).
@@ -64,5 +62,4 @@ done
 "${T[@]}" "$DS" generate --model-dir "$TMP/t" -n 3 -o "$TMP/t.csv" >/dev/null 2>&1 &&
   pass "tabular: the model generates" || fail "tabular: generate"
 
-echo "$passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish
