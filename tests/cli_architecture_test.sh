@@ -35,6 +35,8 @@ expect_error() {  # expect_error NAME SUBSTRING -- ARGS...
 # --- GRU: train, info, generate ---
 if "$DS" train --input "$TMP/t.csv" --model-dir "$TMP/gru" --architecture gru "${SMALL[@]}" 2>"$TMP/log"; then
   pass "train --architecture gru"
+  grep -q "network: .* 2 x GRU 32" "$TMP/log" && pass "train names the GRU" ||
+    fail "train's network line: $(grep network: "$TMP/log")"
 else
   fail "train --architecture gru: $(cat "$TMP/log")"
 fi

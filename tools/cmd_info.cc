@@ -1,7 +1,6 @@
 // datasynth info: what a model directory holds. It runs the checks generate
 // runs when it loads a model (LoadModelForGeneration, CheckTabularModel): a
 // model info accepts, generate loads.
-#include <cctype>
 #include <cmath>
 
 #include "cli.h"
@@ -35,8 +34,7 @@ std::string DelimiterName(char d) {
 void PrintModel(const std::string& dir, const Model& m) {
   const ModelMeta& meta = m.meta;
   ParamLayout layout = ParamLayout::For(meta.spec);
-  std::string arch = ArchitectureName(meta.spec.architecture);  // "LSTM", "GRU"
-  for (char& c : arch) c = char(std::toupper(static_cast<unsigned char>(c)));
+  const std::string arch = ArchitectureLabel(meta.spec.architecture);
   std::printf("model        %s (format %d, datasynth %s)\n", dir.c_str(), meta.format_version,
               meta.datasynth_version.c_str());
   std::printf("trained on   %s: %lld records, %lld tokens\n", meta.input_path.c_str(),
@@ -96,9 +94,9 @@ int RunTabularInfo(const std::string& dir, bool json) {
     const ModelMeta& meta = batches[b]->meta;
     std::printf("\n%s: %s%s\n", t.dir.c_str(), Join(t.columns).c_str(),
                 t.condition.empty() ? "" : fmt::format(" (given {})", Join(t.condition)).c_str());
-    std::printf("  %s tokenizer, %d tokens; %d x LSTM %d; %d epochs (%s), kept epoch %d (%s %.4f)\n",
+    std::printf("  %s tokenizer, %d tokens; %d x %s %d; %d epochs (%s), kept epoch %d (%s %.4f)\n",
                 batches[b]->tokenizer->type().c_str(), batches[b]->tokenizer->vocab_size(),
-                meta.spec.num_layers, meta.spec.rnn_units, meta.epochs_run,
+                meta.spec.num_layers, ArchitectureLabel(meta.spec.architecture), meta.spec.rnn_units, meta.epochs_run,
                 meta.stop_reason.c_str(), meta.best_epoch,
                 batches[b]->config.best_model_metric.c_str(), meta.best_metric);
   }

@@ -61,6 +61,8 @@ const char* ArchitectureName(Architecture a) {
   return "?";
 }
 
+const char* ArchitectureLabel(Architecture a) { return a == Architecture::kGru ? "GRU" : "LSTM"; }
+
 Result<Architecture> ParseArchitecture(std::string_view name) {
   for (Architecture a : kAllArchitectures)
     if (name == ArchitectureName(a)) return a;

@@ -51,6 +51,8 @@ enum class Architecture { kLstm, kGru };
 
 // "lstm", "gru".
 const char* ArchitectureName(Architecture a);
+// For messages: "LSTM", "GRU".
+const char* ArchitectureLabel(Architecture a);
 // The inverse of ArchitectureName; kInvalidArgument naming the value otherwise.
 Result<Architecture> ParseArchitecture(std::string_view name);
 // Gates per unit: 4 (lstm), 3 (gru).

@@ -404,9 +404,10 @@ class TrainRun {
     InitParams(spec_, cfg_.rnn_initializer, seed_, params_.data());
     backend_->SetParams(params_.data());
     obs_.OnInfo(fmt::format(
-        "network: vocab {}, embedding {}, {} x LSTM {}, {:.2f}M parameters; {} tokens, {} "
+        "network: vocab {}, embedding {}, {} x {} {}, {:.2f}M parameters; {} tokens, {} "
         "steps per epoch{}; {} threads",
-        spec_.vocab_size, spec_.embedding_dim, spec_.num_layers, spec_.rnn_units,
+        spec_.vocab_size, spec_.embedding_dim, spec_.num_layers,
+        ArchitectureLabel(spec_.architecture), spec_.rnn_units,
         double(layout_.total) / 1e6, cfg_.dp ? recs_.tokens() : data_.tokens(), StepsPerEpoch(),
         cfg_.dp ? "" : fmt::format(" and {} validation batches", data_.val_batches()), threads_));
 
@@ -507,9 +508,10 @@ class TrainRun {
       const uint64_t need = EstimateCpuTrainBytes(spec_, max_batch, max_steps, threads_);
       DS_RETURN_IF_ERROR(CheckMemory(
           need, need, AvailableHostMemory(),
-          fmt::format("training this network (vocabulary {}, embedding {}, {} x LSTM {}, batch "
+          fmt::format("training this network (vocabulary {}, embedding {}, {} x {} {}, batch "
                       "{} x {} steps)",
-                      spec_.vocab_size, spec_.embedding_dim, spec_.num_layers, spec_.rnn_units,
+                      spec_.vocab_size, spec_.embedding_dim, spec_.num_layers,
+                      ArchitectureLabel(spec_.architecture), spec_.rnn_units,
                       max_batch, max_steps),
           "reduce batch_size, seq_length, rnn_units, embedding_dim or vocab_size"));
       return MakeTrainBackend(kind, spec_, max_batch, max_steps);
