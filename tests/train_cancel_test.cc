@@ -144,5 +144,37 @@ TEST(TrainBudget, CoversTheWholeCallAndValidation) {
   EXPECT_FALSE(std::isnan(r->history.back().val_loss));  // the last epoch was validated
 }
 
+
+// One JSON form per struct: every field survives the round trip (NaN as null), so the
+// tabular batch frames can no longer drop epsilon and delta.
+TEST(EpochJson, RoundTripKeepsEveryField) {
+  EpochResult r;
+  r.epoch = 7;
+  r.loss = 0.5;
+  r.accuracy = 0.75;
+  r.val_loss = std::nan("");
+  r.val_accuracy = std::nan("");
+  r.epsilon = 3.25;
+  r.delta = 1e-5;
+  r.best = true;
+  r.seconds = 1.5;
+  r.tokens_per_s = 1234;
+  const nlohmann::json j = EpochToJson(r);
+  EXPECT_TRUE(j.at("val_loss").is_null());
+  const EpochResult b = EpochFromJson(nlohmann::json::parse(j.dump()));
+  EXPECT_EQ(b.epoch, 7);
+  EXPECT_EQ(b.loss, 0.5);
+  EXPECT_EQ(b.accuracy, 0.75);
+  EXPECT_TRUE(std::isnan(b.val_loss) && std::isnan(b.val_accuracy));
+  EXPECT_EQ(b.epsilon, 3.25);
+  EXPECT_EQ(b.delta, 1e-5);
+  EXPECT_TRUE(b.best);
+  EXPECT_EQ(b.seconds, 1.5);
+  EXPECT_EQ(b.tokens_per_s, 1234);
+  nlohmann::json missing = j;
+  missing.erase("delta");
+  EXPECT_THROW(EpochFromJson(missing), nlohmann::json::exception);
+}
+
 }  // namespace
 }  // namespace ds

@@ -110,16 +110,9 @@ class PipeObserver : public TrainObserver {
   }
   void OnInfo(const std::string& m) override { Send({{"t", "info"}, {"m", m}}); }
   void OnEpoch(const EpochResult& r) override {
-    auto n = [](double v) { return std::isnan(v) ? Json(nullptr) : Json(v); };
-    Send({{"t", "epoch"},
-          {"epoch", r.epoch},
-          {"loss", n(r.loss)},
-          {"accuracy", n(r.accuracy)},
-          {"val_loss", n(r.val_loss)},
-          {"val_accuracy", n(r.val_accuracy)},
-          {"best", r.best},
-          {"seconds", r.seconds},
-          {"tokens_per_s", r.tokens_per_s}});
+    Json j = EpochToJson(r);
+    j["t"] = "epoch";
+    Send(j);
   }
 
  private:
@@ -216,16 +209,7 @@ void HandleLine(Child& c, const std::string& line, TabularObserver& obs) {
     if (t == "info") {
       obs.OnBatchInfo(c.batch, j.value("m", ""));
     } else if (t == "epoch") {
-      EpochResult r;
-      r.epoch = j.value("epoch", 0);
-      r.loss = num("loss");
-      r.accuracy = num("accuracy");
-      r.val_loss = num("val_loss");
-      r.val_accuracy = num("val_accuracy");
-      r.best = j.value("best", false);
-      r.seconds = num("seconds");
-      r.tokens_per_s = num("tokens_per_s");
-      obs.OnBatchEpoch(c.batch, r);
+      obs.OnBatchEpoch(c.batch, EpochFromJson(j));
     } else if (t == "error") {
       int code = j.value("code", int(Code::kInternal));
       if (code <= 0 || code > int(Code::kInternal)) code = int(Code::kInternal);

@@ -63,29 +63,6 @@ std::string HistoryCsv(const std::vector<EpochResult>& h, bool dp) {
   return s;
 }
 
-Json EpochToJson(const EpochResult& r) {
-  auto n = [](double v) { return std::isnan(v) ? Json(nullptr) : Json(v); };
-  return {{"epoch", r.epoch},           {"loss", n(r.loss)},         {"accuracy", n(r.accuracy)},
-          {"val_loss", n(r.val_loss)},  {"val_accuracy", n(r.val_accuracy)},
-          {"epsilon", r.epsilon},       {"delta", r.delta},          {"best", r.best},
-          {"seconds", r.seconds},       {"tokens_per_s", r.tokens_per_s}};
-}
-
-EpochResult EpochFromJson(const Json& j) {
-  auto n = [&](const char* k) { return j.at(k).is_null() ? kNaN : j.at(k).get<double>(); };
-  EpochResult r;
-  r.epoch = j.at("epoch").get<int>();
-  r.loss = n("loss");
-  r.accuracy = n("accuracy");
-  r.val_loss = n("val_loss");
-  r.val_accuracy = n("val_accuracy");
-  r.epsilon = j.at("epsilon").get<double>();
-  r.delta = j.at("delta").get<double>();
-  r.best = j.at("best").get<bool>();
-  r.seconds = j.at("seconds").get<double>();
-  r.tokens_per_s = j.at("tokens_per_s").get<double>();
-  return r;
-}
 
 // Size and CRC-32 of the input file's bytes, so that --resume refuses a
 // different input.
@@ -993,6 +970,30 @@ class TrainRun {
 };
 
 }  // namespace
+
+nlohmann::json EpochToJson(const EpochResult& r) {
+  auto n = [](double v) { return std::isnan(v) ? Json(nullptr) : Json(v); };
+  return {{"epoch", r.epoch},           {"loss", n(r.loss)},         {"accuracy", n(r.accuracy)},
+          {"val_loss", n(r.val_loss)},  {"val_accuracy", n(r.val_accuracy)},
+          {"epsilon", r.epsilon},       {"delta", r.delta},          {"best", r.best},
+          {"seconds", r.seconds},       {"tokens_per_s", r.tokens_per_s}};
+}
+
+EpochResult EpochFromJson(const nlohmann::json& j) {
+  auto n = [&](const char* k) { return j.at(k).is_null() ? kNaN : j.at(k).get<double>(); };
+  EpochResult r;
+  r.epoch = j.at("epoch").get<int>();
+  r.loss = n("loss");
+  r.accuracy = n("accuracy");
+  r.val_loss = n("val_loss");
+  r.val_accuracy = n("val_accuracy");
+  r.epsilon = j.at("epsilon").get<double>();
+  r.delta = j.at("delta").get<double>();
+  r.best = j.at("best").get<bool>();
+  r.seconds = j.at("seconds").get<double>();
+  r.tokens_per_s = j.at("tokens_per_s").get<double>();
+  return r;
+}
 
 Result<TrainSummary> Train(const TrainOptions& options, TrainObserver* observer) {
   // One run per model directory at a time (model/model_dir.h LockModelDir).

@@ -54,6 +54,12 @@ struct EpochResult {
   std::optional<AllocatorStats> device_memory;  // GPU backends: the allocator after the epoch
 };
 
+// The one JSON form of an EpochResult (checkpoint.json's history, the tabular batch
+// processes' epoch frames): every field but device_memory; NaN as null.
+// EpochFromJson throws nlohmann::json::exception on a missing or mistyped field.
+nlohmann::json EpochToJson(const EpochResult& r);
+EpochResult EpochFromJson(const nlohmann::json& j);
+
 struct TrainProgress {
   int epoch = 0, epochs = 0;
   int64_t step = 0, steps = 0;  // within the epoch
