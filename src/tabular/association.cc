@@ -7,6 +7,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "evaluate/metrics.h"
+
 namespace ds {
 namespace {
 
@@ -69,26 +71,8 @@ std::vector<ColumnProfile> ProfileColumns(const ColumnRules& rules,
 }
 
 double AbsPearson(const std::vector<double>& x, const std::vector<double>& y) {
-  double sx = 0, sy = 0;
-  int64_t n = 0;
-  for (size_t i = 0; i < x.size(); ++i)
-    if (!std::isnan(x[i]) && !std::isnan(y[i])) {
-      sx += x[i];
-      sy += y[i];
-      ++n;
-    }
-  if (n < 3) return 0;
-  const double mx = sx / double(n), my = sy / double(n);
-  double sxy = 0, sxx = 0, syy = 0;
-  for (size_t i = 0; i < x.size(); ++i)
-    if (!std::isnan(x[i]) && !std::isnan(y[i])) {
-      const double dx = x[i] - mx, dy = y[i] - my;
-      sxy += dx * dy;
-      sxx += dx * dx;
-      syy += dy * dy;
-    }
-  if (sxx <= 0 || syy <= 0) return 0;
-  return std::min(1.0, std::fabs(sxy) / std::sqrt(sxx * syy));
+  // The one Pearson correlation of the project (evaluate's; pairwise-complete rows).
+  return std::fabs(PearsonCorrelation(x.data(), y.data(), std::min(x.size(), y.size())));
 }
 
 double CramersV(const std::vector<int32_t>& a, int32_t la, const std::vector<int32_t>& b,
