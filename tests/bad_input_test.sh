@@ -9,10 +9,6 @@
 # handling that is not an error assert that handling. The table of cases is in
 # docs/reliability.md; keep the two in step.
 set -uo pipefail
-DS=$1
-ROOT=$2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
 source "$(dirname "$0")/lib.sh"
 CASE_TIMEOUT=${CASE_TIMEOUT:-120}  # every case runs under timeout: a hang is a failure
 dst() { timeout "$CASE_TIMEOUT" "$DS" "$@"; }  # the CLI under the case timeout

@@ -5,10 +5,6 @@
 # architecture is refused naming the key; a GRU model claiming format 1 is
 # refused (a version-1 reader would misread its weights).
 set -uo pipefail
-DS=$1
-ROOT=$2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
 source "$(dirname "$0")/lib.sh"
 
 SMALL=(--tokenizer char --epochs 2 --embedding-dim 16 --rnn-units 32 --batch-size 8 --seq-length 32

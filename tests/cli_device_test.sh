@@ -6,10 +6,6 @@
 # (scripts/gpu_check.sh runs this too): `cuda` trains and generates, and the
 # summary shows the per-worker GPU memory.
 set -uo pipefail
-DS=$1
-ROOT=$2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
 source "$(dirname "$0")/lib.sh"
 
 SMALL=(--tokenizer char --epochs 1 --embedding-dim 16 --rnn-units 32 --batch-size 8 --seq-length 32 --seed 3)

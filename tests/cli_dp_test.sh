@@ -4,10 +4,6 @@
 # vocabulary, keeps value rules out of the model, meets a target epsilon, and
 # the DP model still learns (loss falls below the untrained loss).
 set -uo pipefail
-DS=$1
-ROOT=$2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
 source "$(dirname "$0")/lib.sh"
 # penguins: 344 short records (fast); delta default 1/344.
 cp "$ROOT/tests/data/datasets/penguins.csv" "$TMP/t.csv"

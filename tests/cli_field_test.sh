@@ -5,10 +5,6 @@
 # evaluate on the output, the schema in model_params.json, overrides, and a
 # tampered tokenizer.json rejected.
 set -uo pipefail
-DS=$1
-ROOT=$2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
 source "$(dirname "$0")/lib.sh"
 
 SMALL=(--tokenizer field --epochs 3 --embedding-dim 16 --rnn-units 32 --seed 3 --threads 1)

@@ -7,10 +7,6 @@
 # resume, a resume with other settings (refused, nothing touched), a new run
 # over an interrupted one (warned, overwritten).
 set -uo pipefail
-DS=$1
-ROOT=$2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
 source "$(dirname "$0")/lib.sh"
 
 head -n 301 "$ROOT/examples/telco_churn_2k.csv" > "$TMP/t.csv"

@@ -5,10 +5,6 @@
 # Then kill -9 at random moments: the directory is always either not a model
 # yet or a loadable one.
 set -uo pipefail
-DS=$1
-ROOT=$2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
 source "$(dirname "$0")/lib.sh"
 head -n 301 "$ROOT/examples/telco_churn_2k.csv" > "$TMP/t.csv"
 ARGS=(--input "$TMP/t.csv" --field-delimiter , --tokenizer char --epochs 4 --embedding-dim 16

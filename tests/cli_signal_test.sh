@@ -6,10 +6,6 @@
 # created, and only that. Each case runs under `timeout`; the signal is sent
 # when the progress output shows the moment wanted (no fixed sleeps).
 set -uo pipefail
-DS=$1
-ROOT=$2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
 source "$(dirname "$0")/lib.sh"
 T=(timeout --foreground -k 5 120)
 CSV="$ROOT/examples/telco_churn_2k.csv"

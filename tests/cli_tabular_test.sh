@@ -3,12 +3,8 @@
 # (seed fields, per-row seed files), `synthesize` (gzip input), and the error
 # cases (one clear line, exit code 2).
 set -uo pipefail
-DS=$1
-ROOT=$2
-DATA=$ROOT/tests/data/datasets
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
 source "$(dirname "$0")/lib.sh"
+DATA=$ROOT/tests/data/datasets
 
 SMALL=(--tokenizer char --epochs 25 --embedding-dim 32 --rnn-units 64 --batch-size 16 --seq-length 64
        --seed 3 --tabular-batch-size 4)

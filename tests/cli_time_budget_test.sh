@@ -5,10 +5,6 @@
 # epoch is validated and saved inside the budget), and one line says that
 # training stopped on the budget. Each case runs under `timeout`.
 set -uo pipefail
-DS=$1
-ROOT=$2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
 source "$(dirname "$0")/lib.sh"
 T=(timeout --foreground -k 5 120)
 CSV="$ROOT/examples/telco_churn_2k.csv"

@@ -2,10 +2,6 @@
 # End-to-end: `datasynth train` and `info` through the CLI, including the error
 # matrix of the Train issue (each: one clear line, non-zero exit, no model left).
 set -uo pipefail
-DS=$1
-ROOT=$2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
 source "$(dirname "$0")/lib.sh"
 
 # Small network so the test runs in seconds.

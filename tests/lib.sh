@@ -3,6 +3,12 @@
 # Each case reports one line ("ok: NAME", "FAIL: NAME", "skip: NAME"); `finish`
 # prints the closing "N passed, N failed[, N skipped]" line and exits non-zero
 # when a case failed or when no case ran at all.
+# A test is called as `bash tests/x_test.sh DATASYNTH_BINARY SOURCE_ROOT` (ctest does):
+# sourcing this sets DS and ROOT from those and a scratch TMP removed on exit.
+DS=$1
+ROOT=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
 fails=0; passes=0; skips=0
 pass() { echo "ok: $1"; passes=$((passes + 1)); }
 fail() { echo "FAIL: $1"; fails=$((fails + 1)); }

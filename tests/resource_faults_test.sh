@@ -11,16 +11,13 @@
 # Read-only: a read-only bind mount (chmod does not stop root); skipped
 # likewise. Memory: an absurd shape against MemAvailable, and `ulimit -v`.
 set -uo pipefail
-DS=$1
-ROOT=$2
-TMP=$(mktemp -d)
+source "$(dirname "$0")/lib.sh"
 MOUNTS=()
-cleanup() {
+cleanup() {  # replaces lib.sh's trap: unmount first, then remove TMP
   for m in "${MOUNTS[@]}"; do umount "$m" 2>/dev/null; done
   rm -rf "$TMP"
 }
 trap cleanup EXIT
-source "$(dirname "$0")/lib.sh"
 
 # one_error NAME SUBSTRING OUTPUT RC: non-zero exit, exactly one error line
 # holding SUBSTRING.

@@ -375,14 +375,7 @@ Status FieldTokenizer::EncodeRecord(const std::vector<std::string>& fields,
                                     std::vector<int32_t>* out) const {
   if (fields.size() != cols_.size())
     return DS_ERR(kInvalidInput, "record has {} fields, expected {}", fields.size(), cols_.size());
-  const size_t start = out->size();
-  for (size_t f = 0; f < fields.size(); ++f) {
-    Status s = EncodeValue(int(f), fields[f], out);
-    if (!s.ok()) {
-      out->resize(start);
-      return s;
-    }
-  }
+  DS_RETURN_IF_ERROR(EncodeLeading(fields, out));
   out->push_back(0);
   return Status::Ok();
 }
@@ -392,6 +385,12 @@ Status FieldTokenizer::EncodePrefix(const std::vector<std::string>& fields,
   if (fields.size() >= cols_.size())
     return DS_ERR(kInvalidInput, "start has {} fields; with {} columns at most {} can be given",
                   fields.size(), cols_.size(), cols_.size() - 1);
+  return EncodeLeading(fields, out);
+}
+
+// The values of the first fields.size() columns; on error `out` is left as it was.
+Status FieldTokenizer::EncodeLeading(const std::vector<std::string>& fields,
+                                     std::vector<int32_t>* out) const {
   const size_t start = out->size();
   for (size_t f = 0; f < fields.size(); ++f) {
     Status s = EncodeValue(int(f), fields[f], out);

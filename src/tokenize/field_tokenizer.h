@@ -156,6 +156,7 @@ class FieldTokenizer final : public Tokenizer {
 
  private:
   Status EncodeValue(int col, std::string_view v, std::vector<int32_t>* out) const;
+  Status EncodeLeading(const std::vector<std::string>& fields, std::vector<int32_t>* out) const;
   Status Finalize();  // ids, indexes, names; checks
   void Complete(Cursor* c, std::string value, std::vector<std::string>* fields) const;
   void SkipEmpty(Cursor* c, std::vector<std::string>* fields) const;
