@@ -117,7 +117,9 @@ Result<std::vector<std::string>> ReadStartStrings(const std::string& path) {
 Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& events,
                             GenerateSummary* summary) {
   *summary = GenerateSummary{};
-  DS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModelForGeneration(cmd.model_dir));
+  // LoadModel here; MakeGenerationModel below runs the rest of LoadModelForGeneration's
+  // checks (the ones `info` runs) once, with the real device and constraint level.
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModel(cmd.model_dir));
   // Output safety, before any work (RunGeneration checks again once it knows
   // whether there is a run to resume).
   OutputPolicy policy = cmd.run.output_policy;
