@@ -1,0 +1,10 @@
+"""gretel_synthetics.errors."""
+
+from .._core import TooManyInvalidError
+
+
+class GenerationError(RuntimeError):
+    pass
+
+
+__all__ = ["TooManyInvalidError", "GenerationError"]
