@@ -19,8 +19,7 @@ from ._progress import Events
 TABULAR_KEYS = ("tabular_batch_size", "tabular_grouping", "tabular_header_groups",
                 "tabular_condition_columns", "tabular_min_condition_gain",
                 "tabular_parallel_batches", "tabular_association_rows", "tabular_seed_columns")
-INPUT_CSV = "python_input.csv"
-INPUT_TXT = "python_input.txt"
+INPUT_PREFIX = "python_input"  # the training data while a run is resumable
 
 
 def _plain(v):
@@ -54,6 +53,14 @@ def _path_schema(path: str, delimiter: str):
     return frame_to_text(sample)[2]
 
 
+def _input_name(model_dir: str, ext: str) -> str:
+    """A new file for the training data in model_dir (an interrupted run's input,
+    which its resume reads, is never replaced)."""
+    fd, path = tempfile.mkstemp(prefix=INPUT_PREFIX + "-", suffix=ext, dir=model_dir)
+    os.close(fd)
+    return path
+
+
 def _prepare_input(data, model_dir: str, config: dict):
     """(input path, schema, file we wrote or None)."""
     if data is None:
@@ -63,7 +70,7 @@ def _prepare_input(data, model_dir: str, config: dict):
         delim = config.setdefault("field_delimiter", ",")
         if delim != ",":
             raise ValueError("field_delimiter: a DataFrame is written with ',' (leave the key out)")
-        path = os.path.join(model_dir, INPUT_CSV)
+        path = _input_name(model_dir, ".csv")
         write_csv(path, header, columns)
         return path, schema, path
     if isinstance(data, (str, os.PathLike)):
@@ -75,7 +82,7 @@ def _prepare_input(data, model_dir: str, config: dict):
         schema = _path_schema(path, delim) if delim else {"version": 1, "text": True}
         return path, schema, None
     if isinstance(data, Iterable):
-        path = os.path.join(model_dir, INPUT_TXT)
+        path = _input_name(model_dir, ".txt")
         with open(path, "w", encoding="utf-8", newline="\n") as f:
             for i, line in enumerate(data):
                 if not isinstance(line, str):
@@ -131,8 +138,8 @@ def train(data=None, model_dir=None, *, resume: bool = False, tabular: bool = Fa
     events.close()
     if schema is not None:
         save_schema(model_dir, schema)
-    for name in (INPUT_CSV, INPUT_TXT):  # no copy of the training data stays behind
-        if os.path.exists(os.path.join(model_dir, name)):
+    for name in os.listdir(model_dir):  # no copy of the training data stays behind
+        if name.startswith(INPUT_PREFIX + "-"):
             os.remove(os.path.join(model_dir, name))
     model = Model(model_dir, _temporary=temporary)
     model.summary = json.loads(summary)
