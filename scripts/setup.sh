@@ -7,6 +7,7 @@ PKGS=(build-essential cmake ninja-build pkg-config git
       ocl-icd-opencl-dev opencl-headers  # libdnnl-dev's CMake config needs OpenCL (only a recommendation of it)
       libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
       libgtest-dev libgmock-dev googletest libbenchmark-dev python3
+      python3-venv python3-dev python3-pip  # scripts/test_python.sh: the Python package
       clang libclang-rt-dev libomp-dev  # scripts/sanitize.sh, scripts/fuzz.sh
       chromium)  # chromium: tests/report_render_test.sh renders the evaluation report
 missing=()

@@ -4,5 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 BUILD_DIR=${BUILD_DIR:-build} ./scripts/build.sh
-cd "${BUILD_DIR:-build}"
-ctest --output-on-failure -j2 --timeout 600
+(cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j2 --timeout 600)
+./scripts/test_python.sh  # the Python package: pip install ./python into a venv, pytest
