@@ -11,7 +11,7 @@ if [ ! -x "$PYVENV/bin/python" ]; then
   python3 -m venv "$PYVENV"
 fi
 "$PYVENV/bin/python" -m pip install -q --disable-pip-version-check \
-  "pandas==2.2.3" "numpy==2.1.3" "pytest==8.3.4"
+  "pandas==2.2.3" "numpy==2.1.3" "pytest==8.3.4" "tqdm==4.67.1"
 # One command installs the package (nanobind and scikit-build-core come from PyPI).
 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
   "$PYVENV/bin/python" -m pip install -q --disable-pip-version-check ./python

@@ -124,12 +124,15 @@ def train(data=None, model_dir=None, *, resume: bool = False, tabular: bool = Fa
                                           resume, events)
         else:
             summary = _core.train(path, model_dir, json.dumps(config), resume, events)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         events.close()
-        if schema is not None and len(os.listdir(model_dir)) > (ours is not None):
-            save_schema(model_dir, schema)  # a resumable run: its input and dtypes stay
-        else:
-            _cleanup(model_dir, ours, created or temporary)
+        if os.path.exists(os.path.join(model_dir, "checkpoint.json")) or \
+                os.path.exists(os.path.join(model_dir, "tabular_checkpoint.json")):
+            if schema is not None:
+                save_schema(model_dir, schema)  # a resumable run: its input and dtypes stay
+            raise KeyboardInterrupt(f"{e}; from Python: datasynth.train(None, {model_dir!r}, "
+                                    f"resume=True{', tabular=True' if tabular else ''})") from None
+        _cleanup(model_dir, ours, created or temporary)
         raise
     except BaseException:
         events.close()

@@ -41,3 +41,62 @@ def test_interrupt_from_a_callback_exception(telco, tmp_path):
         datasynth.train(telco, tmp_path / "s", progress=False, epoch_callback=stop,
                         **dict(TINY, epochs=50))
     assert isinstance(pd.DataFrame(), pd.DataFrame)
+
+
+CHILD = r"""
+import sys, datasynth, pandas as pd
+df = pd.read_csv(sys.argv[1]).head(400)
+def said(e):
+    print("epoch", e["epoch"], flush=True)
+datasynth.train(df, sys.argv[2], progress=False, epoch_callback=said, epochs=500, rnn_units=32,
+                embedding_dim=16, seed=7, threads=2, batch_size=32, early_stopping=False)
+"""
+
+
+def test_ctrl_c_from_outside(tmp_path):
+    """SIGINT from another process (a terminal's Ctrl-C) while the library trains."""
+    import subprocess
+    import sys
+    import time
+    from conftest import TELCO
+    d = tmp_path / "m"
+    p = subprocess.Popen([sys.executable, "-c", CHILD, str(TELCO), str(d)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().startswith("epoch 1")
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert time.monotonic() - t0 < 10
+    assert p.returncode != 0 and "KeyboardInterrupt" in err and "resume" in err
+    m = datasynth.train(None, d, resume=True, progress=False, epochs=2)
+    assert m.summary["epochs_run"] >= 2
+
+
+def test_ctrl_c_stops_generation(telco_model):
+    import threading
+    import time
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    t0 = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        telco_model.generate(10_000_000, seed=1)
+    timer.join()
+    assert time.monotonic() - t0 < 15
+
+
+def test_generation_releases_the_gil(telco_model):
+    import threading
+    ticks = []
+    stop = threading.Event()
+
+    def count():
+        while not stop.is_set():
+            ticks.append(1)
+            stop.wait(0.01)
+
+    t = threading.Thread(target=count)
+    t.start()
+    telco_model.generate(3000, seed=1)
+    stop.set()
+    t.join()
+    assert len(ticks) > 20  # the other thread ran while the library generated
