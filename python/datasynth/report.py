@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 
@@ -12,8 +13,9 @@ from ._frames import frame_to_text
 
 
 def _table(x, what: str):
-    if isinstance(x, (str, os.PathLike)):
-        x = pd.read_csv(os.fspath(x), dtype=str, keep_default_na=False)
+    if isinstance(x, (str, os.PathLike)):  # read as `datasynth evaluate` reads it
+        header, columns = _core.read_csv_columns(os.fspath(x), ",")
+        return list(header), [list(c) for c in columns]
     if not isinstance(x, pd.DataFrame):
         raise TypeError(f"{what}: expected a DataFrame or a CSV path, got {type(x).__name__}")
     header, columns, _ = frame_to_text(x)
@@ -52,7 +54,10 @@ class Report:
             f.write(self._report.to_html())
 
     def _repr_html_(self) -> str:
-        return self._report.to_html()
+        # The report is a whole page: in an iframe, its styles stay out of the notebook's.
+        page = html.escape(self._report.to_html(), quote=True)
+        return (f'<iframe srcdoc="{page}" style="width:100%;height:720px;border:0" '
+                f'title="datasynth report"></iframe>')
 
     def __str__(self) -> str:
         return self._report.to_text()

@@ -12,6 +12,15 @@ def test_gretel_example_runs(tmp_path):
                         str(tmp_path / "work"), "1"], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "100 valid lines" in r.stdout
+    # A trained batch directory read back (the reference's mode="read").
+    from datasynth.gretel import DataFrameBatch
+    b = DataFrameBatch(mode="read", checkpoint_dir=str(tmp_path / "work" / "batch_checkpoints"))
+    assert b.generate_all_batch_lines(num_lines=7, seed_fields=[{"churn": "No"}] * 7) == \
+        {0: True, 1: True}
+    out = b.batches_to_df()
+    assert len(out) == 7 and (out["churn"] == "No").all()
+    assert sorted(out.columns) == sorted(b.batches[0].headers + b.batches[1].headers)
+    assert list(b.batches[1].synthetic_df.columns) == b.batches[1].headers
 
 
 def test_config_keys():
