@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Generation from Python vs the CLI: the same model, seed and record count,
 # run alternately, pinned to one core (wall and user+sys seconds per run).
-# Usage: python/bench_generate.sh MODEL_DIR [RECORDS=10000] [RUNS=5]
+# Usage: python/bench/generate.sh MODEL_DIR [RECORDS=10000] [RUNS=5]
 # (PY: the venv's python, default build/pyvenv/bin/python; DS: the CLI.)
 set -euo pipefail
 M=$1; N=${2:-10000}; RUNS=${3:-5}
