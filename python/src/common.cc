@@ -136,8 +136,11 @@ void RunInterruptible(const std::function<void()>& work, std::atomic<bool>* canc
       finished = cv.wait_for(l, std::chrono::milliseconds(50), [&] { return done; });
     }
     bool ok = DeliverEvents(events, on_events, &py_error);
-    if (!py_error.has_value() && PyErr_CheckSignals() != 0) {
-      py_error.emplace();  // takes the raised exception (KeyboardInterrupt)
+    if (PyErr_CheckSignals() != 0) {
+      if (!py_error.has_value())
+        py_error.emplace();  // takes the raised exception (KeyboardInterrupt)
+      else
+        PyErr_Clear();  // a second Ctrl-C while the library stops: the same request
       ok = false;
     }
     if (!ok && cancel != nullptr) cancel->store(true);

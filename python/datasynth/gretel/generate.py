@@ -59,8 +59,11 @@ def generate_text(config, start_string=None, line_validator=None, max_invalid=10
     start_string: a prefix of every record, or a list (one valid record each)."""
     model = Model.load(config.checkpoint_dir)
     want = int(num_lines if num_lines is not None else config.gen_lines)
+    # The config's generation keys as they are now (the reference reads them at
+    # generation time), the rest from the model.
     options = {"parallelism": parallelism, "max_invalid": max_invalid, "seed": seed,
-               "temperature": config.gen_temp}
+               "temperature": config.gen_temp, "gen_chars": config.gen_chars,
+               "predict_batch_size": config.predict_batch_size}
     if isinstance(start_string, (list, tuple)):
         options["prefixes"] = list(start_string)
         want = len(start_string)

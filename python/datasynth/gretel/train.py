@@ -26,8 +26,9 @@ def train(store, tokenizer_trainer=None):
     keys = store._library_keys()
     if tokenizer_trainer is not None:
         keys.update(tokenizer_trainer.library_keys())
-    if store.field_delimiter is not None and "field_delimiter" not in keys:
-        keys["field_delimiter"] = store.field_delimiter
+    # The reference's rule: without a field_delimiter the input is text lines (also a
+    # .csv, whose header line is then a record), not a table as the CLI would guess.
+    keys["field_delimiter"] = store.field_delimiter or ""
     return api.train(store.input_data_path, store.checkpoint_dir,
                      epoch_callback=_epoch_state(store.epoch_callback), **keys)
 
