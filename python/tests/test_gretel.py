@@ -57,3 +57,17 @@ def test_generate_text_validator(tmp_path):
     assert all(r.text.startswith("Yes,") for r in recs if r.valid)
     with pytest.raises(Exception, match="too many invalid"):
         list(generate_text(config, line_validator=lambda line: False, num_lines=5, max_invalid=3))
+
+
+def test_text_lines_without_a_delimiter(tmp_path):
+    """No field_delimiter: text lines (the reference's rule), records without fields."""
+    src = tmp_path / "lines.txt"
+    src.write_text("".join(f"line number {i % 10} of the log\n" for i in range(400)))
+    config = TensorFlowConfig(input_data_path=str(src), checkpoint_dir=str(tmp_path / "m"),
+                              epochs=1, rnn_units=32, embedding_dim=16, seed=7,
+                              tokenizer="char", early_stopping=False)
+    train(config)
+    recs = list(generate_text(config, num_lines=8))
+    assert sum(r.valid for r in recs) == 8
+    assert all(r.delimiter is None and r.values_as_list() is None for r in recs)
+    assert all(isinstance(r.text, str) for r in recs)
