@@ -8,6 +8,7 @@ PKGS=(build-essential cmake ninja-build pkg-config git
       libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
       libgtest-dev libgmock-dev googletest libbenchmark-dev python3
       clang libclang-rt-dev libomp-dev  # scripts/sanitize.sh, scripts/fuzz.sh
+      openmpi-bin libopenmpi-dev iproute2  # mpirun data parallelism (docs/scale.md), tests/mpi_*.sh
       chromium)  # chromium: tests/report_render_test.sh renders the evaluation report
 missing=()
 for p in "${PKGS[@]}"; do
