@@ -195,7 +195,7 @@ Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& ev
         "reset_states = false is ignored: every record starts from a reset state, which is what "
         "makes the output reproducible");
   // mpirun -n N (src/dist/generate.h): the record ids spread over the ranks.
-  if (dist::Size() > 1) return dist::RunShardedGeneration(gm, run, events, summary);
+  if (dist::Active() && dist::Size() > 1) return dist::RunShardedGeneration(gm, run, events, summary);
   return RunGeneration(gm, run, events, summary);
 }
 
