@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "dist/comm.h"
+#include "dist/nccl.h"
 #include "privacy/secure_noise.h"
 #include "train/dataset.h"
 
@@ -68,7 +69,10 @@ Status ExactSum::Reduce(double total_weight, float* out) {
     const float* g = terms_[k].data();
     for (size_t i = 0; i < n_; ++i) q_[i] += std::llrint(std::ldexp(double(g[i]) * w, shift));
   }
-  DS_RETURN_IF_ERROR(AllreduceSum(q_.data(), n_));
+  if (NcclComm* nccl = SharedNccl())  // DATASYNTH_NCCL=1 with a GPU per rank
+    DS_RETURN_IF_ERROR(nccl->AllreduceSum(q_.data(), n_));
+  else
+    DS_RETURN_IF_ERROR(AllreduceSum(q_.data(), n_));
   for (size_t i = 0; i < n_; ++i)
     out[i] = float(std::ldexp(double(q_[i]), -shift) / total_weight);
   return Status::Ok();
