@@ -22,7 +22,8 @@ cmp -s "$TMP/m1/model_history.csv" "$TMP/m3/model_history.csv" &&
 # Without dropout (the shards draw their own masks) an mpirun run is a plain
 # run up to float rounding (a short run: rounding differences grow over many
 # RMSprop steps, as between any two summation orders).
-SHORT=("${ARGS[@]}" --dropout-rate 0 --epochs 1 --max-lines 20)
+SHORT=(--input "$TMP/t.csv" --field-delimiter , --tokenizer char --epochs 1 --max-lines 20 --embedding-dim 16
+       --rnn-units 32 --batch-size 12 --seq-length 32 --seed 5 --threads 1 --dropout-rate 0)
 "$DS" train "${SHORT[@]}" --model-dir "$TMP/plain0" 2>/dev/null || fail "plain run"
 "${MPIRUN[@]}" -n 2 "$DS" train "${SHORT[@]}" --model-dir "$TMP/mpi0" >/dev/null 2>&1 ||
   fail "mpirun run without dropout"

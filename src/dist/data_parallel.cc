@@ -1,5 +1,6 @@
 #include "dist/data_parallel.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double CpuNow() {  // this process's CPU time (all threads)
+  timespec ts;
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
 
 int CeilLog2(int64_t k) {
   int e = 0;
@@ -36,22 +42,33 @@ void ExactSum::Begin(size_t n, int total_terms) {
   if (!terms_.empty() && terms_[0].size() != n) terms_.clear();
 }
 
-void ExactSum::Add(const float* g, double weight) {
+float* ExactSum::Add(double weight) {
   const size_t k = weights_.size();
   if (terms_.size() <= k) terms_.emplace_back(n_);
-  std::copy(g, g + n_, terms_[k].begin());
   weights_.push_back(weight);
+  return terms_[k].data();
+}
+
+void ExactSum::Add(const float* g, double weight) {
+  float* t = Add(weight);
+  std::copy(g, g + n_, t);
 }
 
 Status ExactSum::Reduce(double total_weight, float* out) {
-  double m = 0;  // max |w g|; NaN counts as infinite
+  // max |w g| over this rank's terms; a NaN or infinity poisons `bad`.
+  double m = 0;
+  int bad = 0;
   for (size_t k = 0; k < weights_.size(); ++k) {
-    const double w = std::fabs(weights_[k]);
-    for (float v : terms_[k]) {
-      const double a = std::fabs(double(v)) * w;
-      if (!(a <= m)) m = std::isnan(a) ? std::numeric_limits<double>::infinity() : a;
+    const float* g = terms_[k].data();
+    float mx = 0;
+    for (size_t i = 0; i < n_; ++i) {
+      const float a = std::fabs(g[i]);
+      mx = a > mx ? a : mx;
+      bad |= !(a <= std::numeric_limits<float>::max());  // NaN or infinite
     }
+    m = std::max(m, double(mx) * std::fabs(weights_[k]));
   }
+  if (bad || !std::isfinite(m)) m = std::numeric_limits<double>::infinity();
   DS_RETURN_IF_ERROR(AllreduceMax(&m, 1));
   if (!std::isfinite(m)) {
     std::fill(out, out + n_, std::numeric_limits<float>::quiet_NaN());
@@ -61,20 +78,38 @@ Status ExactSum::Reduce(double total_weight, float* out) {
     std::fill(out, out + n_, 0.0f);
     return Status::Ok();
   }
-  // |w g| < 2^(e+1) for every term: total_terms of them stay below 2^62.
-  const int shift = 62 - (std::ilogb(m) + 1) - CeilLog2(total_terms_);
-  q_.assign(n_, 0);
-  for (size_t k = 0; k < weights_.size(); ++k) {
-    const double w = weights_[k];
-    const float* g = terms_[k].data();
-    for (size_t i = 0; i < n_; ++i) q_[i] += std::llrint(std::ldexp(double(g[i]) * w, shift));
+  // |w g| 2^shift < 2^(62 - log2 K): total_terms of them stay below 2^62.
+  // Every rank converts a term the same way (multiply, truncate toward 0), so
+  // the integers, and their sum, do not depend on where the term was computed.
+  const int shift =
+      std::clamp(62 - (std::ilogb(m) + 1) - CeilLog2(total_terms_), -1000, 1000);
+  // One pass over the terms per element (the loop is bound by memory).
+  q_.resize(n_);
+  int64_t* q = q_.data();
+  const size_t nt = weights_.size();
+  std::vector<const float*> g(nt);
+  std::vector<double> c(nt);
+  for (size_t k = 0; k < nt; ++k) {
+    g[k] = terms_[k].data();
+    c[k] = std::ldexp(weights_[k], shift);
+  }
+  if (nt == 0) {
+    std::fill(q, q + n_, 0);
+  } else if (nt == 1) {
+    for (size_t i = 0; i < n_; ++i) q[i] = int64_t(double(g[0][i]) * c[0]);
+  } else {
+    for (size_t i = 0; i < n_; ++i) {
+      int64_t v = 0;
+      for (size_t k = 0; k < nt; ++k) v += int64_t(double(g[k][i]) * c[k]);
+      q[i] = v;
+    }
   }
   if (NcclComm* nccl = SharedNccl())  // DATASYNTH_NCCL=1 with a GPU per rank
     DS_RETURN_IF_ERROR(nccl->AllreduceSum(q_.data(), n_));
   else
     DS_RETURN_IF_ERROR(AllreduceSum(q_.data(), n_));
-  for (size_t i = 0; i < n_; ++i)
-    out[i] = float(std::ldexp(double(q_[i]), -shift) / total_weight);
+  const double back = std::ldexp(1.0, -shift) / total_weight;
+  for (size_t i = 0; i < n_; ++i) out[i] = float(double(q[i]) * back);
   return Status::Ok();
 }
 
@@ -124,21 +159,24 @@ Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
   std::vector<int> ids;
   Batch part;
   auto t0 = Clock::now();
+  double cpu0 = CpuNow();
   for (int k = Rank(); k < k_total; k += Size()) {
     const int lo = int(int64_t(global.batch) * k / k_total);
     const int hi = int(int64_t(global.batch) * (k + 1) / k_total);
     SliceBatch(global, lo, hi, &part);
     StepStats s = backend.Step(part, /*train=*/true, dropout_seed + 0x632be59bd9b4e019ull * uint64_t(k));
-    backend.GetGrads(grad_.data());
-    sum_.Add(grad_.data(), s.count);
+    backend.GetGrads(sum_.Add(s.count));
     mine.push_back(s);
     ids.push_back(k);
   }
   step_seconds_ += Since(t0);
+  const double cpu1 = CpuNow();
+  step_cpu_ += cpu1 - cpu0;
   auto c0 = Clock::now();
   DS_ASSIGN_OR_RETURN(StepStats total, SumStats(mine, ids, k_total));
   DS_RETURN_IF_ERROR(sum_.Reduce(std::max(total.count, 1.0), grad_.data()));
   comm_seconds_ += Since(c0);
+  comm_cpu_ += CpuNow() - cpu1;
   backend.SetGrads(grad_.data());
   return total;
 }
@@ -171,8 +209,7 @@ Result<StepStats> DataParallel::DpStep(TrainBackend& backend, std::vector<int64_
     recs.FillBatch(ids.data() + start, int(end - start), &batch);
     mine.push_back(backend.Step(batch, /*train=*/true, dropout_seed + start, &clip));
     mine_ids.push_back(int(k));
-    backend.GetGrads(grad_.data());
-    sum_.Add(grad_.data(), 1.0);
+    backend.GetGrads(sum_.Add(1.0));
   }
   step_seconds_ += Since(t0);
   c0 = Clock::now();
@@ -188,6 +225,17 @@ Result<StepStats> DataParallel::DpStep(TrainBackend& backend, std::vector<int64_
   return total;
 }
 
+void DataParallel::FillIn(std::vector<StepStats>* per) {
+  std::vector<double> all(per->size() * 3);
+  for (size_t i = 0; i < per->size(); ++i) {
+    all[i * 3] = (*per)[i].loss_sum;
+    all[i * 3 + 1] = (*per)[i].correct;
+    all[i * 3 + 2] = (*per)[i].count;
+  }
+  if (Status s = AllreduceSum(all.data(), all.size()); !s.ok() && error_.ok()) error_ = s;
+  for (size_t i = 0; i < per->size(); ++i) (*per)[i] = {all[i * 3], all[i * 3 + 1], all[i * 3 + 2]};
+}
+
 bool DataParallel::Decide(bool rank0_value) {
   uint8_t v = rank0_value ? 1 : 0;
   if (Status s = BroadcastValue(&v); !s.ok() && error_.ok()) error_ = s;
@@ -198,9 +246,9 @@ std::string DataParallel::Report() const {
   const double total = step_seconds_ + comm_seconds_;
   return fmt::format(
       "mpi: {} ranks, {} shards per global batch; gradient sums took {:.1f}% of the step time "
-      "({:.2f}s of {:.2f}s on rank {})",
+      "({:.2f}s of {:.2f}s on rank {}; CPU: shard steps {:.2f}s, sums {:.2f}s)",
       Size(), shards_, total > 0 ? 100.0 * comm_seconds_ / total : 0.0, comm_seconds_, total,
-      Rank());
+      Rank(), step_cpu_, comm_cpu_);
 }
 
 Result<std::string> RankModelDir(const std::string& model_dir, bool resume) {

@@ -40,13 +40,17 @@ namespace ds::dist {
 // point number whose scale comes from the largest |w_k g_k| over all ranks
 // (one MPI_Allreduce(max)); the integers are summed with MPI_Allreduce (exact,
 // in any order) and converted back. Relative to the largest term the result is
-// exact to 2^-(62 - log2 K); any non-finite term makes the whole result NaN
+// exact to 2^-(62 - log2 K) (each term is truncated the same way wherever it
+// is computed: deterministic, not rounded to nearest); any non-finite term
+// makes the whole result NaN
 // (the trainer then reports divergence).
 class ExactSum {
  public:
   void Begin(size_t n, int total_terms);
-  // One term held by this rank (copied).
+  // One term held by this rank: copied, or written into the returned buffer
+  // ([n] floats, valid until the next Begin).
   void Add(const float* g, double weight);
+  float* Add(double weight);
   // Collective: every rank calls it with the same total_weight.
   Status Reduce(double total_weight, float* out);
 
@@ -81,6 +85,12 @@ class DataParallel {
   Result<StepStats> DpStep(TrainBackend& backend, std::vector<int64_t> ids, const DpInputs& in,
                            uint64_t dropout_seed);
 
+  // Validation batches spread over the ranks: batch b is rank b % N's.
+  bool Owns(int64_t b) const { return b % Size() == Rank(); }
+  // Collective: fills in the entries of the other ranks' batches (this
+  // rank's others are zero), exactly.
+  void FillIn(std::vector<StepStats>* per);
+
   // rank 0's decision (time budget, Ctrl-C) on every rank. An MPI failure
   // is kept and returned by the next Step / DpStep.
   bool Decide(bool rank0_value);
@@ -101,7 +111,8 @@ class DataParallel {
   size_t params_;
   std::vector<float> grad_;
   ExactSum sum_;
-  double comm_seconds_ = 0, step_seconds_ = 0;
+  double comm_seconds_ = 0, step_seconds_ = 0;  // wall
+  double comm_cpu_ = 0, step_cpu_ = 0;          // CPU time of this process
   Status error_;
 };
 

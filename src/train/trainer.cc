@@ -639,19 +639,28 @@ class TrainRun {
     Batch batch;
     auto v0 = Clock::now();
     double first = 0;  // the first batch's time (warm-up), left out of the estimate
+    // mpirun without a time box: batch b on rank b % N (src/dist); the sums
+    // stay in batch order.
+    const bool spread = dist_ && !(max_seconds < kInf);
+    std::vector<StepStats> per;  // [batch]
     for (int64_t b = 0; b < data_.val_batches(); ++b) {
-      if (Cancelled()) {
+      if (spread ? Rank0(Cancelled()) : Cancelled()) {
         v.cancelled = true;
         return v;
       }
       if (b >= min_batches && Since(v0) * double(b + 1) / double(b) > max_seconds) break;
+      per.emplace_back();
+      v.batches = b + 1;
+      if (spread && !dist_->Owns(b)) continue;
       data_.ValBatch(b, &batch);
-      StepStats s = backend_->Step(batch, /*train=*/false, 0);
+      per.back() = backend_->Step(batch, /*train=*/false, 0);
+      if (b == 0) first = Since(v0);
+    }
+    if (spread) dist_->FillIn(&per);
+    for (const StepStats& s : per) {
       sum.loss_sum += s.loss_sum;
       sum.correct += s.correct;
       sum.count += s.count;
-      v.batches = b + 1;
-      if (b == 0) first = Since(v0);
     }
     val_batch_seconds_ = v.batches > 1 ? (Since(v0) - first) / double(v.batches - 1) : first;
     v.loss = sum.loss_sum / sum.count;
