@@ -3,6 +3,8 @@
 // terminal concerns (progress lines, colours, exit codes) live here.
 #pragma once
 
+#include <cstdio>
+
 #include <CLI/CLI.hpp>
 
 #include <map>
@@ -18,6 +20,8 @@ int ExitCodeFor(const Status& s);
 // Prints "datasynth: error: <message>" (with the source location if verbose).
 int Fail(const Status& s);
 extern bool g_verbose;
+// mpirun ranks other than 0: their errors go here (their other output is dropped).
+extern FILE* g_error_out;
 
 // Adds one --flag per config key of the given groups (dashes for
 // underscores; the key itself is accepted too: --batch_size), with the valid

@@ -7,12 +7,14 @@
 #include <stdexcept>
 
 #include "cli.h"
+#include "dist/comm.h"
 
 #include "backend/device.h"
 
 namespace ds::cli {
 
 bool g_verbose = false;
+FILE* g_error_out = nullptr;
 
 int ExitCodeFor(const Status& s) {
   switch (s.code()) {
@@ -28,7 +30,11 @@ int ExitCodeFor(const Status& s) {
 }
 
 int Fail(const Status& s) {
-  std::fprintf(stderr, "datasynth: error: %s\n", s.ToString(g_verbose).c_str());
+  if (g_error_out)  // an mpirun rank other than 0 (datasynth_main.cc)
+    std::fprintf(g_error_out, "datasynth: error: %s: %s\n", dist::Where().c_str(),
+                 s.ToString(g_verbose).c_str());
+  else
+    std::fprintf(stderr, "datasynth: error: %s\n", s.ToString(g_verbose).c_str());
   return ExitCodeFor(s);
 }
 

@@ -1,11 +1,14 @@
 // datasynth: synthetic records from an LSTM trained on your records.
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "cli.h"
+#include "dist/comm.h"
 
 namespace {
 
@@ -37,7 +40,21 @@ int CheckCommand(const CLI::App& app, const std::vector<std::string>& args) {
 
 }  // namespace
 
+// mpirun (src/dist): MPI starts first; ranks other than 0 keep only their errors.
+int Main(int argc, char** argv);
 int main(int argc, char** argv) {
+  ds::dist::Init();
+  if (ds::dist::Rank() > 0) {
+    ds::cli::g_error_out = ::fdopen(::dup(2), "w");
+    int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::close(null);
+  }
+  return ds::dist::Finish(Main(argc, argv));
+}
+
+int Main(int argc, char** argv) {
   // A file-size limit (ulimit -f) makes write() fail with EFBIG, reported
   // like a full disk, instead of killing the process with SIGXFSZ half-way
   // through a file.

@@ -117,6 +117,10 @@ std::vector<Config::Key> MakeKeys() {
   DS_KEY(gpu_memory_limit, T::kString, G::kTraining,
          "hard cap on this process's GPU memory: 4GiB, 512MiB, 25% (empty: none)")
       .extra = CheckGpuMemoryLimit;
+  Ints(DS_KEY(mpi_shards, T::kInt, G::kTraining,
+              "mpirun: each global batch is cut into this many fixed shards, summed exactly: the "
+              "weights are the same for any number of ranks up to it (docs/scale.md)"),
+       1, 65536);
   // tokenizer
   Choices(DS_KEY(tokenizer, T::kString, G::kTokenizer,
                  "tokenizer (field: typed values, the default for CSV input)"),

@@ -47,6 +47,7 @@ struct Config {
   std::string device = "auto";            // auto | cpu | cuda
   std::string gpu_memory = "grow";        // grow | preallocate
   std::string gpu_memory_limit;           // "" = none; "4GiB", "512MiB", "25%"
+  int mpi_shards = 4;                     // mpirun: fixed shards of each global batch (src/dist)
 
   // ---- tokenizer ----
   std::string tokenizer = "sentencepiece";  // sentencepiece | char | field

@@ -12,6 +12,8 @@
 #include "io/line_reader.h"
 #include "backend/memory_estimate.h"
 #include "backend/registry.h"
+#include "dist/comm.h"
+#include "dist/generate.h"
 #include "generate/field_filter.h"
 
 namespace ds {
@@ -117,6 +119,7 @@ Result<std::vector<std::string>> ReadStartStrings(const std::string& path) {
 Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& events,
                             GenerateSummary* summary) {
   *summary = GenerateSummary{};
+  DS_RETURN_IF_ERROR(dist::CheckLaunch());
   // LoadModel here; MakeGenerationModel below runs the rest of LoadModelForGeneration's
   // checks (the ones `info` runs) once, with the real device and constraint level.
   DS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModel(cmd.model_dir));
@@ -191,6 +194,8 @@ Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& ev
     events.warning(
         "reset_states = false is ignored: every record starts from a reset state, which is what "
         "makes the output reproducible");
+  // mpirun -n N (src/dist/generate.h): the record ids spread over the ranks.
+  if (dist::Active() && dist::Size() > 1) return dist::RunShardedGeneration(gm, run, events, summary);
   return RunGeneration(gm, run, events, summary);
 }
 

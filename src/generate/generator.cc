@@ -104,6 +104,8 @@ Result<RunPlan> PlanRun(const GenerationModel& model, const GenerateOptions& o, 
   plan.schedule.target = o.num_lines;
   plan.schedule.max_invalid = o.max_invalid;
   plan.schedule.window = window;
+  plan.schedule.first = o.first_attempt;
+  plan.schedule.end = o.end_attempt;
   return plan;
 }
 

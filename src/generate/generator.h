@@ -67,6 +67,9 @@ struct GenerateOptions {
   std::vector<std::string> prefixes;              // non-empty: one valid record per prefix
   std::string prefixes_source = "start strings";  // for error messages ("prefixes.txt")
   TokenFilter* filter = nullptr;                  // constrained decoding hook (in-process only)
+  // Count mode: only attempts [first_attempt, end_attempt) (a shard of an
+  // mpirun generation; AttemptScheduler::Options first / end).
+  uint64_t first_attempt = 0, end_attempt = UINT64_MAX;
 };
 
 // Encodes start strings for the sampler. With a delimiter, each must end with

@@ -25,8 +25,8 @@ AttemptScheduler::AttemptScheduler(const Options& options, const Position& s) : 
     else
       Admit();
   } else {
-    next_new_ = consume_ = s.attempt;
-    if (valid_ >= opt_.target) finished_ = true;
+    next_new_ = consume_ = std::max(s.attempt, opt_.first);
+    if (valid_ >= opt_.target || consume_ >= opt_.end) finished_ = true;
   }
   if (!finished_ && invalid_ > opt_.max_invalid) CountInvalid();
 }
@@ -44,7 +44,7 @@ Status AttemptScheduler::CheckStart(const Options& o, const Position& s) {
                     s.prefix_try, s.invalid);
     return Status::Ok();
   }
-  if (s.prefix_try != 0 || s.attempt != uint64_t(s.valid) + uint64_t(s.invalid))
+  if (s.prefix_try != 0 || s.attempt != o.first + uint64_t(s.valid) + uint64_t(s.invalid))
     return DS_ERR(kInvalidInput, "attempt {} is not {} valid + {} invalid records", s.attempt,
                   s.valid, s.invalid);
   if (s.valid > o.target)
@@ -77,6 +77,7 @@ int64_t AttemptScheduler::Available() const {
   double rate = double(valid_ + 1) / double(valid_ + invalid_ + 1);
   rate = std::max(rate, 0.01);
   int64_t want = std::min<int64_t>(opt_.window, int64_t(std::ceil(double(need) / rate)));
+  if (opt_.end != UINT64_MAX) want = std::min<int64_t>(want, int64_t(opt_.end - consume_));
   return int64_t(requeue_.size()) + std::max<int64_t>(0, want - outstanding());
 }
 
@@ -154,6 +155,7 @@ bool AttemptScheduler::Pop(GeneratedRecord* out) {
     *out = std::move(it->second);
     results_.erase(it);
     ++consume_;
+    if (consume_ >= opt_.end) finished_ = true;
     if (out->valid) {
       ++valid_;
       if (valid_ >= opt_.target) {

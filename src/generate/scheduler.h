@@ -62,6 +62,10 @@ class AttemptScheduler {
     int64_t num_prefixes = 0;   // > 0: prefix mode
     int64_t max_invalid = 1000;
     int64_t window = 256;  // outstanding attempts (count) / admitted prefixes (prefix)
+    // Count mode: attempts first, first + 1, ... below end only; the run is
+    // also finished when the cursor reaches end (a shard of an mpirun
+    // generation, src/dist/generate.h).
+    uint64_t first = 0, end = UINT64_MAX;
   };
   explicit AttemptScheduler(const Options& options);
   // Resumes at `start` (see the file comment).

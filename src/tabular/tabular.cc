@@ -21,6 +21,7 @@
 #include <random>
 #include <set>
 
+#include "dist/batches.h"
 #include "generate/generate.h"
 #include "generate/output.h"
 #include "io/csv.h"
@@ -537,8 +538,27 @@ Result<TabularTrainSummary> RunTabular(TabularRun& run, TabularObserver& obs) {
                                : ""));
   }
   std::vector<BatchTrainResult> results;
-  Status st = RunBatchJobs(std::move(run.jobs), procs, run.spec, run.o->cancel, deadline, obs,
-                           &results);
+  // mpirun (src/dist/batches.h): batch b trains on rank b % N; the others' results come here.
+  dist::BatchRequest remote{run.spec, procs, std::nullopt, {}};
+  if (deadline) remote.seconds = std::chrono::duration<double>(*deadline - Clock::now()).count();
+  std::vector<BatchJob> own;
+  std::vector<int> remote_ids;
+  for (auto& j : run.jobs) {
+    if (dist::OwnBatch(j.batch)) {
+      own.push_back(std::move(j));
+    } else {
+      remote_ids.push_back(j.batch);
+      remote.jobs.push_back({j.batch, j.options, j.width, j.bytes});
+    }
+  }
+  Status st = dist::SendBatchJobs(remote);
+  if (st.ok()) {
+    dist::Local local;  // the batch processes train as single processes
+    st = RunBatchJobs(std::move(own), procs, run.spec, run.o->cancel, deadline, obs, &results);
+  }
+  if (st.ok()) st = dist::CollectBatchResults(remote_ids, run.o->cancel, &results);
+  for (int b : remote_ids)
+    if (st.ok()) obs.OnBatchTrained(results[size_t(b)]);
   if (st.ok())
     st = WriteFileAtomic(dir + "/" + kSpecFile, run.spec.ToJson().dump(1) + "\n");
   if (!st.ok()) return RunFailed(run, st);
@@ -550,6 +570,29 @@ Result<TabularTrainSummary> RunTabular(TabularRun& run, TabularObserver& obs) {
   summary.processes = procs;
   summary.seconds = Since(run.t0);
   return summary;
+}
+
+// mpirun, ranks other than 0: the batch jobs rank 0 sends, until it ends the service.
+Result<TabularTrainSummary> ServeBatches(const std::atomic<bool>* cancel, TabularObserver& obs) {
+  dist::BatchRequest req;
+  while (true) {
+    DS_ASSIGN_OR_RETURN(bool more, dist::ReceiveBatchJobs(&req));
+    if (!more) return TabularTrainSummary{};
+    std::vector<BatchJob> jobs;
+    std::vector<int> ids;
+    for (auto& m : req.jobs) {
+      ids.push_back(m.batch);
+      jobs.push_back({m.batch, std::move(m.options), m.width, m.bytes});
+    }
+    std::optional<Clock::time_point> deadline;
+    if (req.seconds)
+      deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(*req.seconds));
+    std::vector<BatchTrainResult> results;
+    dist::Local local;  // the batch processes train as single processes
+    Status st = RunBatchJobs(std::move(jobs), req.procs, req.spec, cancel, deadline, obs, &results);
+    DS_RETURN_IF_ERROR(dist::ReturnBatchResults(st, results, ids));
+  }
 }
 
 // train --tabular --resume: the stored plan and settings, the kept batch CSVs;
@@ -679,6 +722,8 @@ Status WriteRowTable(const std::string& path, const std::vector<std::string>& he
 Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularObserver* observer) {
   TabularObserver null_observer;
   TabularObserver& obs = observer ? *observer : null_observer;
+  if (dist::ServesBatches()) return ServeBatches(o.cancel, obs);  // mpirun: rank 0 plans
+  dist::BatchService service;  // mpirun: the other ranks' service ends with this call
   auto t0 = Clock::now();
   DS_RETURN_IF_ERROR(o.config.Validate());
   DS_RETURN_IF_ERROR(o.tabular.Validate());
@@ -1020,6 +1065,7 @@ Status GenerateTabular(const TabularGenerateOptions& o, TabularObserver* observe
   TabularObserver null_observer;
   TabularObserver& obs = observer ? *observer : null_observer;
   *summary = TabularGenerateSummary{};
+  if (dist::ServesBatches()) return Status::Ok();  // mpirun: rank 0 alone generates
   auto t0 = Clock::now();
   // Every batch checked up front (a corrupt last batch fails before the first generates).
   DS_ASSIGN_OR_RETURN(TabularSpec spec, CheckTabularModel(o.model_dir));
@@ -1181,6 +1227,7 @@ Status GenerateTabular(const TabularGenerateOptions& o, TabularObserver* observe
 Status Synthesize(const SynthesizeOptions& o, TabularObserver* observer,
                   SynthesizeSummary* summary) {
   *summary = SynthesizeSummary{};
+  if (dist::ServesBatches()) return TrainTabular(o.train, observer).status();  // mpirun
   TabularGenerateOptions gen = o.generate;
   gen.overwrite = gen.overwrite || o.train.config.overwrite;  // one --overwrite for both
   OutputPolicy policy;  // before training: a refused output must not cost a training run

@@ -20,6 +20,7 @@
 #include "backend/device_allocator.h"
 #include "backend/memory_estimate.h"
 #include "backend/registry.h"
+#include "dist/data_parallel.h"
 #include "generate/column_rules.h"
 #include "io/csv.h"
 #include "io/input.h"
@@ -155,6 +156,8 @@ class TrainRun {
   const std::string& dir() const { return opts_.model_dir; }
 
   bool Cancelled() const { return opts_.cancel && opts_.cancel->load(std::memory_order_relaxed); }
+  // mpirun (src/dist): rank 0's decision on every rank, so that all take the same steps.
+  bool Rank0(bool v) const { return dist_ ? dist_->Decide(v) : v; }
   static Status Interrupted() { return DS_ERR(kCancelled, "interrupted"); }
 
   // What an interrupted run tells the user (tools/cmd_train.cc adds the command).
@@ -208,8 +211,8 @@ class TrainRun {
   // the final files, kFinishReserve), fit.
   static constexpr double kFinishReserve = 0.1;
   bool Fits(double seconds) const {
-    return budget_ <= 0 ||
-           Elapsed() + seconds + ValEstimate() + SaveEstimate() + kFinishReserve <= budget_;
+    return Rank0(budget_ <= 0 ||
+                 Elapsed() + seconds + ValEstimate() + SaveEstimate() + kFinishReserve <= budget_);
   }
   void ReportBudgetStop(const std::string& where) {
     obs_.OnInfo(fmt::format(
@@ -296,6 +299,7 @@ class TrainRun {
     if (opts_.resume) DS_RETURN_IF_ERROR(LoadResumeState(&resume_state));
     SetBudget(resume_state);
     if (cfg_.seed == 0) cfg_.seed = int64_t(std::random_device{}() | 1u);
+    DS_RETURN_IF_ERROR(dist::BroadcastValue(&cfg_.seed));  // mpirun: rank 0's seed
     seed_ = uint64_t(cfg_.seed);
     threads_ = cfg_.threads > 0 ? cfg_.threads : omp_get_num_procs();
     omp_set_num_threads(threads_);
@@ -380,6 +384,7 @@ class TrainRun {
     params_.resize(layout_.total);
     InitParams(spec_, cfg_.rnn_initializer, seed_, params_.data());
     backend_->SetParams(params_.data());
+    DS_RETURN_IF_ERROR(StartDataParallel());
     obs_.OnInfo(fmt::format(
         "network: vocab {}, embedding {}, {} x {} {}, {:.2f}M parameters; {} tokens, {} "
         "steps per epoch{}; {} threads",
@@ -502,6 +507,19 @@ class TrainRun {
     return MakeTrainBackend(kind, spec_, max_batch, max_steps, o);
   }
 
+  // mpirun with several ranks: every rank must have built the same run.
+  Status StartDataParallel() {
+    dist_ = dist::DataParallel::Make(cfg_.mpi_shards, layout_.total);
+    if (!dist_) return Status::Ok();
+    DS_RETURN_IF_ERROR(dist::CheckSame(
+        {int64_t(layout_.total), StepsPerEpoch(), spec_.vocab_size, cfg_.batch_size,
+         int64_t(Crc32(params_.data(), params_.size() * sizeof(float)))},
+        "the network, the batches or the initial weights"));
+    obs_.OnInfo(fmt::format("mpi: {} ranks; each global batch of {} in {} shards (mpi_shards)",
+                            dist::Size(), cfg_.batch_size, cfg_.mpi_shards));
+    return Status::Ok();
+  }
+
   int64_t StepsPerEpoch() const { return cfg_.dp ? dp_.steps_per_epoch : data_.train_batches(); }
 
   Status ApplyDpPolicy() {
@@ -621,19 +639,28 @@ class TrainRun {
     Batch batch;
     auto v0 = Clock::now();
     double first = 0;  // the first batch's time (warm-up), left out of the estimate
+    // mpirun without a time box: batch b on rank b % N (src/dist); the sums
+    // stay in batch order.
+    const bool spread = dist_ && !(max_seconds < kInf);
+    std::vector<StepStats> per;  // [batch]
     for (int64_t b = 0; b < data_.val_batches(); ++b) {
-      if (Cancelled()) {
+      if (spread ? Rank0(Cancelled()) : Cancelled()) {
         v.cancelled = true;
         return v;
       }
       if (b >= min_batches && Since(v0) * double(b + 1) / double(b) > max_seconds) break;
+      per.emplace_back();
+      v.batches = b + 1;
+      if (spread && !dist_->Owns(b)) continue;
       data_.ValBatch(b, &batch);
-      StepStats s = backend_->Step(batch, /*train=*/false, 0);
+      per.back() = backend_->Step(batch, /*train=*/false, 0);
+      if (b == 0) first = Since(v0);
+    }
+    if (spread) dist_->FillIn(&per);
+    for (const StepStats& s : per) {
       sum.loss_sum += s.loss_sum;
       sum.correct += s.correct;
       sum.count += s.count;
-      v.batches = b + 1;
-      if (b == 0) first = Since(v0);
     }
     val_batch_seconds_ = v.batches > 1 ? (Since(v0) - first) / double(v.batches - 1) : first;
     v.loss = sum.loss_sum / sum.count;
@@ -644,7 +671,7 @@ class TrainRun {
   // One DP-SGD step: Poisson-sample records, per-record clipped gradient sum
   // (backend chunks of at most batch_size records), + N(0, (sigma C)^2),
   // divided by the expected batch size, left in the backend's grads.
-  StepStats DpStep(uint64_t dropout_seed) {
+  Result<StepStats> DpStep(uint64_t dropout_seed) {
     const size_t P = layout_.total;
     dp_.acc.assign(P, 0.0f);
     dp_.chunk.resize(P);
@@ -653,6 +680,11 @@ class TrainRun {
     std::vector<int64_t> ids;
     for (int64_t r = 0; r < recs_.records(); ++r)
       if (dp_.z[size_t(r)] < dp_.threshold) ids.push_back(r);
+    if (dist_)
+      return dist_->DpStep(*backend_, std::move(ids),
+                           {&recs_, float(dp_.plan.l2_norm_clip), dp_.noise.get(),
+                            dp_.plan.noise_stddev, dp_.plan.expected_batch_size, cfg_.batch_size},
+                           dropout_seed);
     // Backend chunks: the sample sorted by length and cut into the fewest
     // chunks of at most batch_size records, of nearly equal sizes, so that each
     // chunk pads to a length close to its records' (the clipped sum does not
@@ -693,7 +725,7 @@ class TrainRun {
     StepStats sum;
     Batch batch;
     for (int64_t b = 0; b < steps; ++b) {
-      if (Cancelled()) return Interrupted();  // the unfinished epoch is abandoned
+      if (Rank0(Cancelled())) return Interrupted();  // the unfinished epoch is abandoned
       if (b > 0 && !Fits(StepEstimate())) {
         ReportBudgetStop(fmt::format("epoch {} at step {}/{}", epoch, b, steps));
         *time_up = true;
@@ -707,11 +739,15 @@ class TrainRun {
           *budget_spent = true;
           break;
         }
-        s = DpStep(dropout_seed);
+        DS_ASSIGN_OR_RETURN(s, DpStep(dropout_seed));
         dp_.accountant.AddSteps(dp_.plan.sampling_rate, dp_.plan.noise_multiplier, 1);
       } else {
         data_.TrainBatch(order, b, &batch);
-        s = backend_->Step(batch, /*train=*/true, dropout_seed);
+        if (dist_) {
+          DS_ASSIGN_OR_RETURN(s, dist_->Step(*backend_, batch, dropout_seed));
+        } else {
+          s = backend_->Step(batch, /*train=*/true, dropout_seed);
+        }
       }
       backend_->ApplyOptimizer(opt, ++global_step_);
       last_step_seconds_ = Since(s0);
@@ -748,6 +784,7 @@ class TrainRun {
     // Time-boxed under a budget: what is left after the save.
     ValResult v =
         Validate(budget_ > 0 ? budget_ - Elapsed() - SaveEstimate() - kFinishReserve : kInf);
+    DS_RETURN_IF_ERROR(dist::BroadcastValue(&v));  // mpirun: rank 0's (time-boxed) result
     if (v.cancelled) return Interrupted();
     if (v.batches > 0 && v.batches < data_.val_batches())
       obs_.OnInfo(fmt::format("time budget: epoch {} validated on {} of {} batches", epoch,
@@ -931,6 +968,7 @@ class TrainRun {
     summary_.meta = Meta(input, delim);
     DS_RETURN_IF_ERROR(WriteModelParams(dir(), cfg_, summary_.meta));
     summary_.seconds = Since(t0);
+    if (dist_) obs_.OnInfo(dist_->Report());
     if (backend_) summary_.device_memory = backend_->memory_stats();
     summary_.tokens_per_s = compute_seconds_ > 0 ? double(trained_tokens_) / (compute_seconds_ + prior_seconds_) : 0;
     return Status::Ok();
@@ -951,6 +989,7 @@ class TrainRun {
   NetworkSpec spec_;
   ParamLayout layout_;
   std::unique_ptr<TrainBackend> backend_;
+  std::unique_ptr<dist::DataParallel> dist_;  // mpirun with several ranks (src/dist)
   std::vector<float> params_;  // [layout_.total] host copy
   std::string metric_;
   bool lower_better_ = true;
@@ -995,9 +1034,14 @@ EpochResult EpochFromJson(const nlohmann::json& j) {
   return r;
 }
 
-Result<TrainSummary> Train(const TrainOptions& options, TrainObserver* observer) {
-  // One run per model directory at a time (model/model_dir.h LockModelDir).
+Result<TrainSummary> Train(const TrainOptions& given, TrainObserver* observer) {
+  // mpirun: rank 0 alone writes the model and the log (src/dist).
+  DS_RETURN_IF_ERROR(dist::CheckLaunch());
+  TrainOptions options = given;
+  DS_ASSIGN_OR_RETURN(options.model_dir, dist::RankModelDir(given.model_dir, given.resume));
+  if (options.model_dir != given.model_dir) observer = nullptr;
   DS_ASSIGN_OR_RETURN(std::unique_ptr<DirLock> lock, LockModelDir(options.model_dir));
+  // One run per model directory at a time (model/model_dir.h LockModelDir).
   TrainObserver null_observer;
   TrainRun run(options, observer ? *observer : null_observer);
   if (lock->created()) run.SetCreatedDir();
@@ -1007,6 +1051,10 @@ Result<TrainSummary> Train(const TrainOptions& options, TrainObserver* observer)
   if (!r.ok() && !LooksLikeModel(options.model_dir) &&
       !PathExists(options.model_dir + "/checkpoint.json"))
     lock->RemoveDirOnRelease();
+  if (options.model_dir != given.model_dir) {  // another rank's scratch directory
+    lock.reset();
+    (void)RemoveTree(options.model_dir);
+  }
   return r;
 }
 

@@ -1,0 +1,288 @@
+#include "dist/data_parallel.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "dist/comm.h"
+#include "dist/nccl.h"
+#include "privacy/secure_noise.h"
+#include "train/dataset.h"
+
+namespace ds::dist {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double CpuNow() {  // this process's CPU time (all threads)
+  timespec ts;
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+int CeilLog2(int64_t k) {
+  int e = 0;
+  while ((int64_t(1) << e) < k) ++e;
+  return e;
+}
+
+}  // namespace
+
+void ExactSum::Begin(size_t n, int total_terms) {
+  n_ = n;
+  total_terms_ = std::max(1, total_terms);
+  weights_.clear();
+  // Keep the buffers of earlier steps (same n): no allocation per step.
+  if (!terms_.empty() && terms_[0].size() != n) terms_.clear();
+}
+
+float* ExactSum::Add(double weight) {
+  const size_t k = weights_.size();
+  if (terms_.size() <= k) terms_.emplace_back(n_);
+  weights_.push_back(weight);
+  return terms_[k].data();
+}
+
+void ExactSum::Add(const float* g, double weight) {
+  float* t = Add(weight);
+  std::copy(g, g + n_, t);
+}
+
+Status ExactSum::Reduce(double total_weight, float* out) {
+  // max |w g| over this rank's terms; a NaN or infinity poisons `bad`.
+  double m = 0;
+  int bad = 0;
+  for (size_t k = 0; k < weights_.size(); ++k) {
+    const float* g = terms_[k].data();
+    float mx = 0;
+    for (size_t i = 0; i < n_; ++i) {
+      const float a = std::fabs(g[i]);
+      mx = a > mx ? a : mx;
+      bad |= !(a <= std::numeric_limits<float>::max());  // NaN or infinite
+    }
+    m = std::max(m, double(mx) * std::fabs(weights_[k]));
+  }
+  if (bad || !std::isfinite(m)) m = std::numeric_limits<double>::infinity();
+  DS_RETURN_IF_ERROR(AllreduceMax(&m, 1));
+  if (!std::isfinite(m)) {
+    std::fill(out, out + n_, std::numeric_limits<float>::quiet_NaN());
+    return Status::Ok();
+  }
+  if (m == 0) {
+    std::fill(out, out + n_, 0.0f);
+    return Status::Ok();
+  }
+  // |w g| 2^shift < 2^(62 - log2 K): total_terms of them stay below 2^62.
+  // Every rank converts a term the same way (multiply, truncate toward 0), so
+  // the integers, and their sum, do not depend on where the term was computed.
+  const int shift =
+      std::clamp(62 - (std::ilogb(m) + 1) - CeilLog2(total_terms_), -1000, 1000);
+  // One pass over the terms per element (the loop is bound by memory).
+  q_.resize(n_);
+  int64_t* q = q_.data();
+  const size_t nt = weights_.size();
+  std::vector<const float*> g(nt);
+  std::vector<double> c(nt);
+  for (size_t k = 0; k < nt; ++k) {
+    g[k] = terms_[k].data();
+    c[k] = std::ldexp(weights_[k], shift);
+  }
+  if (nt == 0) {
+    std::fill(q, q + n_, 0);
+  } else if (nt == 1) {
+    for (size_t i = 0; i < n_; ++i) q[i] = int64_t(double(g[0][i]) * c[0]);
+  } else {
+    for (size_t i = 0; i < n_; ++i) {
+      int64_t v = 0;
+      for (size_t k = 0; k < nt; ++k) v += int64_t(double(g[k][i]) * c[k]);
+      q[i] = v;
+    }
+  }
+  if (NcclComm* nccl = SharedNccl())  // DATASYNTH_NCCL=1 with a GPU per rank
+    DS_RETURN_IF_ERROR(nccl->AllreduceSum(q_.data(), n_));
+  else
+    DS_RETURN_IF_ERROR(AllreduceSum(q_.data(), n_));
+  const double back = std::ldexp(1.0, -shift) / total_weight;
+  for (size_t i = 0; i < n_; ++i) out[i] = float(double(q[i]) * back);
+  return Status::Ok();
+}
+
+std::unique_ptr<DataParallel> DataParallel::Make(int shards, size_t params) {
+  if (!Active()) return nullptr;
+  return std::unique_ptr<DataParallel>(new DataParallel(std::max(1, shards), params));
+}
+
+void SliceBatch(const Batch& b, int lo, int hi, Batch* out) {
+  const size_t t = size_t(b.steps), a = size_t(lo) * t, e = size_t(hi) * t;
+  out->batch = hi - lo;
+  out->steps = b.steps;
+  out->inputs.assign(b.inputs.begin() + long(a), b.inputs.begin() + long(e));
+  out->targets.assign(b.targets.begin() + long(a), b.targets.begin() + long(e));
+  if (b.weights.empty())
+    out->weights.clear();
+  else
+    out->weights.assign(b.weights.begin() + long(a), b.weights.begin() + long(e));
+}
+
+// Every shard's statistics on every rank (the others' entries are zeros, so
+// the double sum is exact), added in shard order.
+Result<StepStats> DataParallel::SumStats(const std::vector<StepStats>& mine,
+                                         const std::vector<int>& ids, int count) {
+  std::vector<double> all(size_t(count) * 3, 0.0);
+  for (size_t j = 0; j < mine.size(); ++j) {
+    all[size_t(ids[j]) * 3] = mine[j].loss_sum;
+    all[size_t(ids[j]) * 3 + 1] = mine[j].correct;
+    all[size_t(ids[j]) * 3 + 2] = mine[j].count;
+  }
+  DS_RETURN_IF_ERROR(AllreduceSum(all.data(), all.size()));
+  StepStats s;
+  for (int k = 0; k < count; ++k) {
+    s.loss_sum += all[size_t(k) * 3];
+    s.correct += all[size_t(k) * 3 + 1];
+    s.count += all[size_t(k) * 3 + 2];
+  }
+  return s;
+}
+
+Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
+                                     uint64_t dropout_seed) {
+  DS_RETURN_IF_ERROR(error_);
+  const int k_total = std::min(shards_, global.batch);
+  sum_.Begin(params_, k_total);
+  std::vector<StepStats> mine;
+  std::vector<int> ids;
+  Batch part;
+  auto t0 = Clock::now();
+  double cpu0 = CpuNow();
+  for (int k = Rank(); k < k_total; k += Size()) {
+    const int lo = int(int64_t(global.batch) * k / k_total);
+    const int hi = int(int64_t(global.batch) * (k + 1) / k_total);
+    SliceBatch(global, lo, hi, &part);
+    StepStats s = backend.Step(part, /*train=*/true, dropout_seed + 0x632be59bd9b4e019ull * uint64_t(k));
+    backend.GetGrads(sum_.Add(s.count));
+    mine.push_back(s);
+    ids.push_back(k);
+  }
+  step_seconds_ += Since(t0);
+  const double cpu1 = CpuNow();
+  step_cpu_ += cpu1 - cpu0;
+  auto c0 = Clock::now();
+  DS_ASSIGN_OR_RETURN(StepStats total, SumStats(mine, ids, k_total));
+  DS_RETURN_IF_ERROR(sum_.Reduce(std::max(total.count, 1.0), grad_.data()));
+  comm_seconds_ += Since(c0);
+  comm_cpu_ += CpuNow() - cpu1;
+  backend.SetGrads(grad_.data());
+  return total;
+}
+
+Result<StepStats> DataParallel::DpStep(TrainBackend& backend, std::vector<int64_t> ids,
+                                       const DpInputs& in, uint64_t dropout_seed) {
+  DS_RETURN_IF_ERROR(error_);
+  auto c0 = Clock::now();
+  uint64_t n = ids.size();
+  DS_RETURN_IF_ERROR(BroadcastValue(&n));
+  ids.resize(size_t(n));
+  DS_RETURN_IF_ERROR(Broadcast(ids.data(), ids.size() * sizeof(int64_t)));
+  comm_seconds_ += Since(c0);
+  // As the trainer's DpStep: longest records first, near-equal chunks of at
+  // most batch_size records, but at least `shards_` chunks to spread.
+  const RecordData& recs = *in.records;
+  std::stable_sort(ids.begin(), ids.end(),
+                   [&](int64_t a, int64_t b) { return recs.length(a) > recs.length(b); });
+  const size_t bs = size_t(std::max(1, in.batch_size));
+  const size_t chunks = std::min(ids.size(), std::max((ids.size() + bs - 1) / bs, size_t(shards_)));
+  PerExampleClip clip;
+  clip.l2_norm_clip = in.l2_norm_clip;
+  sum_.Begin(params_, int(std::max<size_t>(chunks, 1)));
+  std::vector<StepStats> mine;
+  std::vector<int> mine_ids;
+  Batch batch;
+  auto t0 = Clock::now();
+  for (size_t k = size_t(Rank()); k < chunks; k += size_t(Size())) {
+    const size_t start = ids.size() * k / chunks, end = ids.size() * (k + 1) / chunks;
+    recs.FillBatch(ids.data() + start, int(end - start), &batch);
+    mine.push_back(backend.Step(batch, /*train=*/true, dropout_seed + start, &clip));
+    mine_ids.push_back(int(k));
+    backend.GetGrads(sum_.Add(1.0));
+  }
+  step_seconds_ += Since(t0);
+  c0 = Clock::now();
+  DS_ASSIGN_OR_RETURN(StepStats total, SumStats(mine, mine_ids, int(chunks)));
+  DS_RETURN_IF_ERROR(sum_.Reduce(1.0, grad_.data()));
+  // The noise, once: rank 0's stream, as a single process draws it.
+  if (Rank() == 0) in.noise->Add(grad_.data(), params_, in.noise_stddev);
+  DS_RETURN_IF_ERROR(Broadcast(grad_.data(), params_ * sizeof(float)));
+  comm_seconds_ += Since(c0);
+  const float inv = float(1.0 / in.expected_batch_size);
+  for (float& g : grad_) g *= inv;
+  backend.SetGrads(grad_.data());
+  return total;
+}
+
+void DataParallel::FillIn(std::vector<StepStats>* per) {
+  std::vector<double> all(per->size() * 3);
+  for (size_t i = 0; i < per->size(); ++i) {
+    all[i * 3] = (*per)[i].loss_sum;
+    all[i * 3 + 1] = (*per)[i].correct;
+    all[i * 3 + 2] = (*per)[i].count;
+  }
+  if (Status s = AllreduceSum(all.data(), all.size()); !s.ok() && error_.ok()) error_ = s;
+  for (size_t i = 0; i < per->size(); ++i) (*per)[i] = {all[i * 3], all[i * 3 + 1], all[i * 3 + 2]};
+}
+
+bool DataParallel::Decide(bool rank0_value) {
+  uint8_t v = rank0_value ? 1 : 0;
+  if (Status s = BroadcastValue(&v); !s.ok() && error_.ok()) error_ = s;
+  return v != 0;
+}
+
+std::string DataParallel::Report() const {
+  const double total = step_seconds_ + comm_seconds_;
+  return fmt::format(
+      "mpi: {} ranks, {} shards per global batch; gradient sums took {:.1f}% of the step time "
+      "({:.2f}s of {:.2f}s on rank {}; CPU: shard steps {:.2f}s, sums {:.2f}s)",
+      Size(), shards_, total > 0 ? 100.0 * comm_seconds_ / total : 0.0, comm_seconds_, total,
+      Rank(), step_cpu_, comm_cpu_);
+}
+
+Result<std::string> RankModelDir(const std::string& model_dir, bool resume) {
+  if (!Active() || Rank() == 0) return model_dir;
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = fmt::format("{}/datasynth-rank{}-{}", tmp && *tmp ? tmp : "/tmp", Rank(),
+                                ::getpid());
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return DS_ERR(kIo, "{}: cannot create ({}; {})", dir, ec.message(), Where());
+  if (!resume) return dir;
+  for (const auto& e : std::filesystem::directory_iterator(model_dir, ec)) {
+    if (!e.is_regular_file() || e.path().filename().string()[0] == '.') continue;
+    std::filesystem::copy_file(e.path(), dir + "/" + e.path().filename().string(), ec);
+    if (ec) break;
+  }
+  if (ec)
+    return DS_ERR(kIo, "{}: cannot copy the checkpoint for --resume on {} ({}); the model "
+                  "directory must be readable by every rank",
+                  model_dir, Where(), ec.message());
+  return dir;
+}
+
+Status CheckSame(const std::vector<int64_t>& values, const std::string& what) {
+  std::vector<int64_t> root = values;
+  DS_RETURN_IF_ERROR(Broadcast(root.data(), root.size() * sizeof(int64_t)));
+  bool differ = root != values;
+  DS_ASSIGN_OR_RETURN(bool any, Any(differ));
+  if (any)
+    return DS_ERR(kInternal, "mpirun: the ranks disagree on {}{} (every rank must read the same "
+                  "input with the same settings and threads)",
+                  what, differ ? fmt::format(" ({} differs from rank 0)", Where()) : "");
+  return Status::Ok();
+}
+
+}  // namespace ds::dist
