@@ -583,7 +583,7 @@ Result<TabularTrainSummary> ResumeTabular(const TabularTrainOptions& o, TabularO
   }
   // What may change between sessions (as for train --resume).
   const Json given = o.config.ToJson();
-  for (const char* k : {"epochs", "max_training_time_seconds", "threads"})
+  for (const char* k : {"epochs", "max_training_time_seconds", "max_training_steps", "threads"})
     if (o.config.IsExplicit(k)) DS_RETURN_IF_ERROR(run.base.SetJson(k, given[k]));
   int finished = 0;
   for (size_t b = 0; b < run.spec.batches.size(); ++b) {

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Training budgets and the field tokenizer's defaults (issue 18, item 3):
+# max_training_steps stops the run after N optimizer steps (mid-epoch: that
+# epoch is validated and saved), the history records the steps, a resumed run
+# continues the same budget (identical to an uninterrupted run) or a larger one
+# given again; a 50-row table trains with the defaults; the field tokenizer's
+# network defaults apply only to keys the user did not give.
+set -uo pipefail
+source "$(dirname "$0")/lib.sh"
+head -n 301 "$ROOT/examples/telco_churn_2k.csv" > "$TMP/t.csv"
+# 300 records of one sequence each, batches of 20: 15 batches, 12 train + 3 validation.
+ARGS=(--input "$TMP/t.csv" --field-delimiter , --batch-size 20 --epochs 50 --rnn-units 16
+      --embedding-dim 8 --early-stopping=false --seed 5 --threads 1)
+param() {  # param DIR KEY: a value of model_params.json (top level, else the datasynth block)
+  python3 -c "import json,sys; p=json.load(open(sys.argv[1]+'/model_params.json'))
+print(p[sys.argv[2]] if sys.argv[2] in p else p['datasynth'][sys.argv[2]])" "$1" "$2"
+}
+steps_col() { tail -n +2 "$1/model_history.csv" | awk -F, '{ printf "%s ", $NF }'; }
+wfile() { param "$1" weights_file; }
+
+# 1. The step budget: 30 steps = 12 + 12 + 6.
+"$DS" train "${ARGS[@]}" --max-training-steps 30 -m "$TMP/full" >"$TMP/full.log" 2>&1 ||
+  fail "train --max-training-steps: $(tail -3 "$TMP/full.log")"
+[ "$(head -1 "$TMP/full/model_history.csv")" = "epoch,loss,accuracy,val_loss,val_accuracy,best,steps" ] &&
+  pass "history has a steps column" || fail "history header: $(head -1 "$TMP/full/model_history.csv")"
+[ "$(steps_col "$TMP/full")" = "12 24 30 " ] && pass "stops at 30 steps (12, 24, 30)" ||
+  fail "steps: $(cat "$TMP/full/model_history.csv")"
+[ "$(param "$TMP/full" stop_reason)" = step_limit ] && pass "stop_reason step_limit" ||
+  fail "stop_reason $(param "$TMP/full" stop_reason)"
+[ -n "$(tail -n 1 "$TMP/full/model_history.csv" | cut -d, -f4)" ] &&
+  pass "the cut epoch was validated" || fail "no val_loss: $(tail -n 1 "$TMP/full/model_history.csv")"
+[ "$(python3 -c "import json; print(json.load(open('$TMP/full/checkpoint.json'))['global_step'])")" = 30 ] &&
+  pass "checkpoint global_step 30" || fail "checkpoint global_step"
+[ "$(param "$TMP/full" max_training_steps)" = 30 ] && pass "max_training_steps recorded" ||
+  fail "max_training_steps not in model_params.json"
+
+# 2. Resume continues the stored budget: same history and weights as uninterrupted.
+DATASYNTH_TEST_EXIT_AFTER_EPOCH=1 "$DS" train "${ARGS[@]}" --max-training-steps 30 -m "$TMP/cut" \
+  >/dev/null 2>&1
+"$DS" train --resume -m "$TMP/cut" >"$TMP/resume.log" 2>&1 || fail "resume: $(tail -3 "$TMP/resume.log")"
+[ "$(steps_col "$TMP/cut")" = "12 24 30 " ] && pass "resumed run keeps the budget of 30 steps" ||
+  fail "resumed steps: $(cat "$TMP/cut/model_history.csv")"
+cmp -s "$TMP/full/model_history.csv" "$TMP/cut/model_history.csv" && pass "resumed history identical" ||
+  fail "resumed history differs"
+cmp -s "$TMP/full/$(wfile "$TMP/full")" "$TMP/cut/$(wfile "$TMP/cut")" &&
+  pass "resumed weights identical" || fail "resumed weights differ"
+
+# 3. A larger budget given again with --resume: continues to it.
+DATASYNTH_TEST_EXIT_AFTER_EPOCH=1 "$DS" train "${ARGS[@]}" --max-training-steps 30 -m "$TMP/more" \
+  >/dev/null 2>&1
+"$DS" train --resume --max-training-steps 40 -m "$TMP/more" >/dev/null 2>&1 || fail "resume 40"
+[ "$(steps_col "$TMP/more")" = "12 24 36 40 " ] && pass "resume --max-training-steps 40 extends it" ||
+  fail "extended steps: $(cat "$TMP/more/model_history.csv")"
+
+# 4. Range.
+out=$("$DS" train "${ARGS[@]}" --max-training-steps -1 -m "$TMP/neg" 2>&1)
+[ $? -ne 0 ] && grep -q "max_training_steps.*out of range" <<<"$out" && pass "negative budget refused" ||
+  fail "negative budget: $out"
+
+# 5. 50-row tables train with every default (no "too few records") and generate.
+for src in "$ROOT/examples/telco_churn_2k.csv" "$ROOT/tests/data/datasets/penguins.csv"; do
+  name=$(basename "$src" .csv)
+  head -n 51 "$src" > "$TMP/$name-50.csv"
+  if "$DS" train -i "$TMP/$name-50.csv" -m "$TMP/$name-50" --seed 2 --threads 1 >"$TMP/$name-50.log" 2>&1 &&
+     "$DS" generate -m "$TMP/$name-50" -n 20 -o "$TMP/$name-50-s.csv" >/dev/null 2>&1 &&
+     [ "$(tail -n +2 "$TMP/$name-50-s.csv" | wc -l)" = 20 ]; then
+    pass "$name: 50 rows train with the defaults and generate"
+  else
+    fail "$name: 50 rows: $(tail -3 "$TMP/$name-50.log")"
+  fi
+done
+
+# 6. Field network defaults: applied when not given, recorded; given keys win;
+#    char keeps the reference's network.
+SMALL=(--input "$TMP/t.csv" --field-delimiter , --seed 5 --threads 1 --max-training-steps 2)
+"$DS" train "${SMALL[@]}" -m "$TMP/fd" >"$TMP/fd.log" 2>&1 || fail "field defaults run"
+[ "$(param "$TMP/fd" num_layers) $(param "$TMP/fd" rnn_units) $(param "$TMP/fd" embedding_dim)" = "1 128 64" ] &&
+  pass "field: 1 x 128, embedding 64 recorded" ||
+  fail "field: $(param "$TMP/fd" num_layers) $(param "$TMP/fd" rnn_units) $(param "$TMP/fd" embedding_dim)"
+grep -q "network defaults for settings not given: num_layers 1, rnn_units 128, embedding_dim 64" \
+  "$TMP/fd.log" && pass "field: one line names them" || fail "field: no defaults line"
+echo '{"num_layers": 2}' > "$TMP/cfg.json"
+"$DS" train "${SMALL[@]}" --config "$TMP/cfg.json" --rnn-units 40 -m "$TMP/fx" >/dev/null 2>&1 ||
+  fail "field explicit run"
+[ "$(param "$TMP/fx" num_layers) $(param "$TMP/fx" rnn_units) $(param "$TMP/fx" embedding_dim)" = "2 40 64" ] &&
+  pass "field: keys given in the config file and as flags win" ||
+  fail "field explicit: $(param "$TMP/fx" num_layers) $(param "$TMP/fx" rnn_units) $(param "$TMP/fx" embedding_dim)"
+"$DS" train "${SMALL[@]}" --tokenizer char -m "$TMP/fc" >/dev/null 2>&1 || fail "char run"
+[ "$(param "$TMP/fc" num_layers) $(param "$TMP/fc" rnn_units) $(param "$TMP/fc" embedding_dim)" = "2 256 256" ] &&
+  pass "char: the reference network" ||
+  fail "char: $(param "$TMP/fc" num_layers) $(param "$TMP/fc" rnn_units) $(param "$TMP/fc" embedding_dim)"
+finish
