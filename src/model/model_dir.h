@@ -61,7 +61,7 @@ struct ModelMeta {
   int best_epoch = 0;               // 1-based epoch whose weights are kept
   double best_metric = 0;
   double train_seconds = 0;
-  std::string stop_reason;          // "epochs", "early_stopping", "time_limit", "privacy_budget"
+  std::string stop_reason;          // "epochs", "early_stopping", "time_limit", "step_limit", "privacy_budget"
   std::string device = "cpu";
   // Privacy (dp only)
   bool dp = false;

@@ -400,8 +400,11 @@ class TrainRun {
         cfg_.dp ? "" : fmt::format(" and {} validation batches", data_.val_batches()), threads_));
 
     metric_ = cfg_.best_model_metric;
-    if (!cfg_.dp && data_.val_batches() == 0 && metric_.rfind("val_", 0) == 0)
+    if (!cfg_.dp && data_.val_batches() == 0 && metric_.rfind("val_", 0) == 0) {
       metric_ = metric_.substr(4);
+      obs_.OnInfo(fmt::format("no validation batches: the best epoch and early stopping use the "
+                              "training {} instead of {}", metric_, cfg_.best_model_metric));
+    }
     if (cfg_.dp) metric_ = "loss";
     lower_better_ = IsLossMetric(metric_);
     best_ = best_for_patience_ = lower_better_ ? std::numeric_limits<double>::infinity()
