@@ -91,4 +91,22 @@ echo '{"num_layers": 2}' > "$TMP/cfg.json"
 [ "$(param "$TMP/fc" num_layers) $(param "$TMP/fc" rnn_units) $(param "$TMP/fc" embedding_dim)" = "2 256 256" ] &&
   pass "char: the reference network" ||
   fail "char: $(param "$TMP/fc" num_layers) $(param "$TMP/fc" rnn_units) $(param "$TMP/fc" embedding_dim)"
+# 7. Tabular: a field-typed table is one model unless --tabular-batch-size is
+#    given (char keeps batches of 15); seed fields work either way.
+TAB=(--input "$TMP/t.csv" --seed 5 --threads 1 --max-training-steps 40 --seed-columns contract)
+nbatches() { python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]+'/tabular.json'))['batches']))" "$1"; }
+"$DS" train --tabular "${TAB[@]}" -m "$TMP/t1" >"$TMP/t1.log" 2>&1 || fail "tabular one: $(tail -3 "$TMP/t1.log")"
+[ "$(nbatches "$TMP/t1")" = 1 ] && grep -q "typed fields: one model of all 20 columns" "$TMP/t1.log" &&
+  pass "tabular field: one model of the 20 columns" || fail "tabular field: $(nbatches "$TMP/t1") batches"
+"$DS" train --tabular "${TAB[@]}" --tabular-batch-size 10 -m "$TMP/t2" >/dev/null 2>&1 || fail "tabular 10"
+[ "$(nbatches "$TMP/t2")" = 2 ] && pass "tabular field: --tabular-batch-size 10 gives 2 batches" ||
+  fail "tabular 10: $(nbatches "$TMP/t2") batches"
+"$DS" train --tabular "${TAB[@]}" --tokenizer char --epochs 1 -m "$TMP/t3" >/dev/null 2>&1 || fail "tabular char"
+[ "$(nbatches "$TMP/t3")" = 2 ] && pass "tabular char: batches of 15 (2)" ||
+  fail "tabular char: $(nbatches "$TMP/t3") batches"
+for m in t1 t2; do
+  "$DS" generate -m "$TMP/$m" -n 12 -o "$TMP/$m.csv" --seed-field "contract=Two year" >/dev/null 2>&1 &&
+    [ "$(python3 -c "import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); print(len(r), all(x['contract']=='Two year' for x in r))" "$TMP/$m.csv")" = "12 True" ] &&
+    pass "$m: --seed-field contract=Two year seeds every row" || fail "$m: seeded generation"
+done
 finish

@@ -8,8 +8,8 @@ void TabularFlags::Add(CLI::App* cmd) {
   const char* g = "Tabular";
   batch_columns_option =
       cmd->add_option("--tabular-batch-size,--tabular_batch_size", batch_columns,
-                      "columns per batch model [default: all columns with the field tokenizer, "
-                      "else 15]")->group(g);
+                      "columns per batch model [default: 15; with the field tokenizer a table "
+                      "of up to 30 columns is one model]")->group(g);
   cmd->add_option("--tabular-grouping,--tabular_grouping", grouping,
                   "auto (related columns together) | order (header order) [default: auto]")->group(g);
   cmd->add_option("--header-groups,--tabular_header_groups", header_groups,

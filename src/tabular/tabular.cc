@@ -714,12 +714,14 @@ Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularOb
       for (unsigned char ch : row[c])
         if (ch < 128) cols[c].ascii.set(ch);
   TabularConfig tcfg = o.tabular;
-  // Typed fields: one model of the whole row scored higher than column
-  // batches (docs/tabular.md); the batch models' tokenizer is field unless
-  // another is given (or --dp, which uses char).
+  // Typed fields: up to kOneModelColumns columns, one model of the whole row
+  // scored higher than column batches; on a 74-column table batches did
+  // (docs/tabular.md). The batch models' tokenizer is field unless another is
+  // given (or --dp, which uses char).
+  constexpr size_t kOneModelColumns = 30;
   const bool field = o.config.IsExplicit("tokenizer") ? o.config.tokenizer == "field" : !o.config.dp;
   if (tcfg.batch_columns_default && field && tcfg.header_groups.empty() &&
-      int(cols.size()) > tcfg.batch_columns) {
+      int(cols.size()) > tcfg.batch_columns && cols.size() <= kOneModelColumns) {
     tcfg.batch_columns = int(cols.size());
     infos.push_back(fmt::format("typed fields: one model of all {} columns (give "
                                 "--tabular-batch-size for column batches)",
