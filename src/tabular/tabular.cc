@@ -514,6 +514,21 @@ Status RunFailed(const TabularRun& run, const Status& st) {
   return st;
 }
 
+// Typed fields: up to 30 columns, one model of the whole row scored higher
+// than column batches; on a 74-column table batches did (docs/tabular.md).
+// Applies when tabular_batch_size and header groups were not given and the
+// batch models' tokenizer is field (the default unless another is given, or
+// --dp, which uses char). Returns whether it set one batch of all columns.
+bool OneModelForFields(const Config& config, size_t columns, TabularConfig* t) {
+  constexpr size_t kOneModelColumns = 30;
+  const bool field = config.IsExplicit("tokenizer") ? config.tokenizer == "field" : !config.dp;
+  if (!t->batch_columns_default || !field || !t->header_groups.empty() ||
+      columns <= size_t(t->batch_columns) || columns > kOneModelColumns)
+    return false;
+  t->batch_columns = int(columns);
+  return true;
+}
+
 // 3. trains the batches, 4. writes tabular.json.
 Result<TabularTrainSummary> RunTabular(TabularRun& run, TabularObserver& obs) {
   const std::string& dir = run.o->model_dir;
@@ -714,19 +729,10 @@ Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularOb
       for (unsigned char ch : row[c])
         if (ch < 128) cols[c].ascii.set(ch);
   TabularConfig tcfg = o.tabular;
-  // Typed fields: up to kOneModelColumns columns, one model of the whole row
-  // scored higher than column batches; on a 74-column table batches did
-  // (docs/tabular.md). The batch models' tokenizer is field unless another is
-  // given (or --dp, which uses char).
-  constexpr size_t kOneModelColumns = 30;
-  const bool field = o.config.IsExplicit("tokenizer") ? o.config.tokenizer == "field" : !o.config.dp;
-  if (tcfg.batch_columns_default && field && tcfg.header_groups.empty() &&
-      int(cols.size()) > tcfg.batch_columns && cols.size() <= kOneModelColumns) {
-    tcfg.batch_columns = int(cols.size());
+  if (OneModelForFields(o.config, cols.size(), &tcfg))
     infos.push_back(fmt::format("typed fields: one model of all {} columns (give "
                                 "--tabular-batch-size for column batches)",
                                 cols.size()));
-  }
   std::vector<double> assoc(cols.size() * cols.size(), 0.0);
   if (o.config.dp) {
     if (tcfg.grouping == "auto" || tcfg.condition_columns > 0)

@@ -399,16 +399,7 @@ class TrainRun {
         double(layout_.total) / 1e6, cfg_.dp ? recs_.tokens() : data_.tokens(), StepsPerEpoch(),
         cfg_.dp ? "" : fmt::format(" and {} validation batches", data_.val_batches()), threads_));
 
-    metric_ = cfg_.best_model_metric;
-    if (!cfg_.dp && data_.val_batches() == 0 && metric_.rfind("val_", 0) == 0) {
-      metric_ = metric_.substr(4);
-      obs_.OnInfo(fmt::format("no validation batches: the best epoch and early stopping use the "
-                              "training {} instead of {}", metric_, cfg_.best_model_metric));
-    }
-    if (cfg_.dp) metric_ = "loss";
-    lower_better_ = IsLossMetric(metric_);
-    best_ = best_for_patience_ = lower_better_ ? std::numeric_limits<double>::infinity()
-                                               : -std::numeric_limits<double>::infinity();
+    ChooseMetric();
     summary_.untrained_val_loss = UntrainedLoss();
     if (Cancelled()) return Interrupted();
 
@@ -425,6 +416,20 @@ class TrainRun {
     }
 
     return TrainEpochs(first_epoch, input, delim, *tok, t0);
+  }
+
+  // The metric of the best epoch and early stopping: best_model_metric (the
+  // held-out val_loss by default), the training one without validation.
+  void ChooseMetric() {
+    metric_ = cfg_.best_model_metric;
+    if (!cfg_.dp && data_.val_batches() == 0 && metric_.rfind("val_", 0) == 0) {
+      metric_ = metric_.substr(4);
+      obs_.OnInfo(fmt::format("no validation batches: the best epoch and early stopping use the "
+                              "training {} instead of {}", metric_, cfg_.best_model_metric));
+    }
+    if (cfg_.dp) metric_ = "loss";
+    lower_better_ = IsLossMetric(metric_);
+    best_ = best_for_patience_ = lower_better_ ? kInf : -kInf;
   }
 
   // The epochs from first_epoch on, then the final files.
