@@ -13,7 +13,7 @@ SMALL=(--epochs 5 --embedding-dim 16 --rnn-units 32 --batch-size 32 --seq-length
 
 "$DS" train --input "$TMP/t.csv" --field-delimiter , --model-dir "$TMP/dp" --dp --dp-noise-multiplier 0.8 "${SMALL[@]}" 2>"$TMP/log" &&
   pass "dp training runs" || fail "dp training: $(tail -3 "$TMP/log")"
-[ "$(head -1 "$TMP/dp/model_history.csv")" = "epoch,loss,accuracy,val_loss,val_accuracy,epsilon,delta,best" ] &&
+[ "$(head -1 "$TMP/dp/model_history.csv")" = "epoch,loss,accuracy,val_loss,val_accuracy,epsilon,delta,best,steps" ] &&
   pass "history has epsilon and delta" || fail "history header: $(head -1 "$TMP/dp/model_history.csv")"
 awk -F, 'NR>1 { if ($6 <= prev) bad=1; prev=$6 } END { exit bad }' "$TMP/dp/model_history.csv" &&
   pass "epsilon grows every epoch" || fail "epsilon not increasing: $(cat "$TMP/dp/model_history.csv")"

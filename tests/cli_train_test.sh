@@ -32,7 +32,7 @@ for f in model_params.json "$(wfile "$TMP/m")" tokenizer.json model_history.csv 
   [ -s "$TMP/m/$f" ] && pass "model has $f" || fail "model lacks $f"
 done
 grep -q "epoch 1/2" "$TMP/log" || grep -q "epoch   1" "$TMP/log" && pass "progress printed" || fail "no progress lines"
-[ "$(head -1 "$TMP/m/model_history.csv")" = "epoch,loss,accuracy,val_loss,val_accuracy,best" ] &&
+[ "$(head -1 "$TMP/m/model_history.csv")" = "epoch,loss,accuracy,val_loss,val_accuracy,best,steps" ] &&
   pass "history header" || fail "history header: $(head -1 "$TMP/m/model_history.csv")"
 [ "$(tail -n +2 "$TMP/m/model_history.csv" | wc -l)" = 2 ] && pass "two history rows" || fail "history rows"
 [ "$(awk -F, 'NR>1 && $6==1' "$TMP/m/model_history.csv" | wc -l)" = 1 ] && pass "one best epoch" || fail "best flag"

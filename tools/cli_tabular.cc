@@ -6,8 +6,10 @@ namespace ds::cli {
 
 void TabularFlags::Add(CLI::App* cmd) {
   const char* g = "Tabular";
-  cmd->add_option("--tabular-batch-size,--tabular_batch_size", batch_columns,
-                  "columns per batch model [default: 15]")->group(g);
+  batch_columns_option =
+      cmd->add_option("--tabular-batch-size,--tabular_batch_size", batch_columns,
+                      "columns per batch model [default: 15; with the field tokenizer a table "
+                      "of up to 30 columns is one model]")->group(g);
   cmd->add_option("--tabular-grouping,--tabular_grouping", grouping,
                   "auto (related columns together) | order (header order) [default: auto]")->group(g);
   cmd->add_option("--header-groups,--tabular_header_groups", header_groups,
@@ -23,6 +25,7 @@ void TabularFlags::Add(CLI::App* cmd) {
 
 Status TabularFlags::Apply(TabularConfig* t) const {
   t->batch_columns = batch_columns;
+  t->batch_columns_default = batch_columns_option && batch_columns_option->count() == 0;
   t->grouping = grouping;
   t->condition_columns = condition_columns;
   t->parallel_batches = parallel_batches;

@@ -8,6 +8,7 @@ namespace ds::cli {
 
 struct TabularFlags {
   int batch_columns = 15, condition_columns = 3, parallel_batches = 0;
+  CLI::Option* batch_columns_option = nullptr;  // given or not
   std::string grouping = "auto", header_groups, seed_columns;
   void Add(CLI::App* cmd);
   Status Apply(TabularConfig* t) const;

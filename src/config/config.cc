@@ -100,6 +100,9 @@ std::vector<Config::Key> MakeKeys() {
        1000000000000000);
   Reals(DS_KEY(max_training_time_seconds, T::kDouble, G::kTraining,
                "stop training after this time (0 = none)"), 0, 1e9);
+  Ints(DS_KEY(max_training_steps, T::kInt64, G::kTraining,
+              "stop training after this many optimizer steps, all epochs and resumed sessions "
+              "together (0 = none)"), 0, 1000000000000);
   DS_KEY(overwrite, T::kBool, G::kTraining, "replace an existing model in model_dir");
   DS_KEY(save_all_checkpoints, T::kBool, G::kTraining, "keep the weights of every epoch");
   DS_KEY(save_best_model, T::kBool, G::kTraining, "keep the best epoch's weights (else the last)");

@@ -35,6 +35,7 @@ struct Config {
   bool validation_split = true;
   int64_t max_lines = 0;                  // 0 = all
   double max_training_time_seconds = 0;   // 0 = no limit
+  int64_t max_training_steps = 0;         // optimizer steps for the whole run; 0 = no limit
   bool overwrite = false;
   bool save_all_checkpoints = false;
   bool save_best_model = true;

@@ -13,7 +13,7 @@
 //                      epoch, so model_params.json always names a complete
 //                      file, whenever the process is killed)
 //   column_rules.json  learned per-column validation rules (delimited data)
-//   model_history.csv  epoch,loss,accuracy,val_loss,val_accuracy,[epsilon,delta,]best
+//   model_history.csv  epoch,loss,accuracy,val_loss,val_accuracy,[epsilon,delta,]best,steps
 //   checkpoint-eNNNN.bin  last complete epoch for --resume (params, optimizer
 //                      state), named by checkpoint.json (trainer state)
 //   checkpoints/       weights of every epoch when save_all_checkpoints
@@ -61,7 +61,7 @@ struct ModelMeta {
   int best_epoch = 0;               // 1-based epoch whose weights are kept
   double best_metric = 0;
   double train_seconds = 0;
-  std::string stop_reason;          // "epochs", "early_stopping", "time_limit", "privacy_budget"
+  std::string stop_reason;          // "epochs", "early_stopping", "time_limit", "step_limit", "privacy_budget"
   std::string device = "cpu";
   // Privacy (dp only)
   bool dp = false;

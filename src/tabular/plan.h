@@ -61,6 +61,10 @@ inline constexpr int kTabularFormatVersion = 1;
 // Tabular settings (proposed config keys in brackets).
 struct TabularConfig {
   int batch_columns = 15;         // [tabular_batch_size] columns per batch
+  // batch_columns was not given by the user: a table of at most 30 columns
+  // whose batch models use the field tokenizer is then one model of all its
+  // columns (docs/tabular.md "Typed fields: one model or batches").
+  bool batch_columns_default = false;
   std::string grouping = "auto";  // [tabular_grouping] auto | order
   // [tabular_header_groups] explicit batches (ParseHeaderGroups)
   std::vector<std::vector<std::string>> header_groups;

@@ -41,6 +41,8 @@ double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int kCheckpointVersion = 1;
+// The field tokenizer's network defaults (ApplyFieldDefaults).
+constexpr int kFieldLayers = 1, kFieldUnits = 128, kFieldEmbedding = 64;
 
 bool IsLossMetric(const std::string& m) { return m == "loss" || m == "val_loss"; }
 
@@ -52,14 +54,14 @@ double MetricOf(const EpochResult& r, const std::string& m) {
 }
 
 std::string HistoryCsv(const std::vector<EpochResult>& h, bool dp) {
-  std::string s = dp ? "epoch,loss,accuracy,val_loss,val_accuracy,epsilon,delta,best\n"
-                     : "epoch,loss,accuracy,val_loss,val_accuracy,best\n";
+  std::string s = dp ? "epoch,loss,accuracy,val_loss,val_accuracy,epsilon,delta,best,steps\n"
+                     : "epoch,loss,accuracy,val_loss,val_accuracy,best,steps\n";
   auto num = [](double v) { return std::isnan(v) ? std::string() : fmt::format("{:.6g}", v); };
   for (const auto& r : h) {
     s += fmt::format("{},{},{},{},{}", r.epoch, num(r.loss), num(r.accuracy), num(r.val_loss),
                      num(r.val_accuracy));
     if (dp) s += fmt::format(",{:.6g},{:.6g}", r.epsilon, r.delta);
-    s += fmt::format(",{}\n", r.best ? 1 : 0);
+    s += fmt::format(",{},{}\n", r.best ? 1 : 0, r.steps);
   }
   return s;
 }
@@ -214,6 +216,14 @@ class TrainRun {
     return Rank0(budget_ <= 0 ||
                  Elapsed() + seconds + ValEstimate() + SaveEstimate() + kFinishReserve <= budget_);
   }
+  // --- step budget: max_training_steps optimizer steps over the whole run
+  // (resumed sessions continue global_step_) ---
+  bool StepsLeft() const { return cfg_.max_training_steps <= 0 || global_step_ < cfg_.max_training_steps; }
+  int64_t StepsRemaining(int64_t planned) const {
+    return cfg_.max_training_steps > 0
+               ? std::min(planned, std::max<int64_t>(cfg_.max_training_steps - global_step_, 0))
+               : planned;
+  }
   void ReportBudgetStop(const std::string& where) {
     obs_.OnInfo(fmt::format(
         "time budget: stopping {} at {:.1f}s of {:.4g}s{}, so that {}saving fit", where,
@@ -283,7 +293,7 @@ class TrainRun {
       Config stored;
       DS_RETURN_IF_ERROR(stored.MergeJson(state->at("config"), dir() + "/checkpoint.json"));
       // The stored run's settings, except what may change between sessions.
-      for (const char* k : {"epochs", "max_training_time_seconds", "threads"})
+      for (const char* k : {"epochs", "max_training_time_seconds", "max_training_steps", "threads"})
         if (cfg_.IsExplicit(k)) DS_RETURN_IF_ERROR(stored.SetJson(k, cfg_.ToJson()[k]));
       cfg_ = stored;
       if (opts_.input_path.empty()) opts_.input_path = state->at("input_path").get<std::string>();
@@ -325,6 +335,7 @@ class TrainRun {
     // text lines keep SentencePiece, --dp keeps char (ApplyDpPolicy).
     if (delim && !cfg_.dp && !opts_.resume && !cfg_.IsExplicit("tokenizer"))
       cfg_.tokenizer = "field";
+    if (cfg_.tokenizer == "field" && !opts_.resume) ApplyFieldDefaults();
     if (delim && !opts_.resume) {
       RuleOptions ropts;
       if (cfg_.dp && !cfg_.dp_store_value_rules) ropts.store_values = false;
@@ -393,13 +404,7 @@ class TrainRun {
         double(layout_.total) / 1e6, cfg_.dp ? recs_.tokens() : data_.tokens(), StepsPerEpoch(),
         cfg_.dp ? "" : fmt::format(" and {} validation batches", data_.val_batches()), threads_));
 
-    metric_ = cfg_.best_model_metric;
-    if (!cfg_.dp && data_.val_batches() == 0 && metric_.rfind("val_", 0) == 0)
-      metric_ = metric_.substr(4);
-    if (cfg_.dp) metric_ = "loss";
-    lower_better_ = IsLossMetric(metric_);
-    best_ = best_for_patience_ = lower_better_ ? std::numeric_limits<double>::infinity()
-                                               : -std::numeric_limits<double>::infinity();
+    ChooseMetric();
     summary_.untrained_val_loss = UntrainedLoss();
     if (Cancelled()) return Interrupted();
 
@@ -418,6 +423,20 @@ class TrainRun {
     return TrainEpochs(first_epoch, input, delim, *tok, t0);
   }
 
+  // The metric of the best epoch and early stopping: best_model_metric (the
+  // held-out val_loss by default), the training one without validation.
+  void ChooseMetric() {
+    metric_ = cfg_.best_model_metric;
+    if (!cfg_.dp && data_.val_batches() == 0 && metric_.rfind("val_", 0) == 0) {
+      metric_ = metric_.substr(4);
+      obs_.OnInfo(fmt::format("no validation batches: the best epoch and early stopping use the "
+                              "training {} instead of {}", metric_, cfg_.best_model_metric));
+    }
+    if (cfg_.dp) metric_ = "loss";
+    lower_better_ = IsLossMetric(metric_);
+    best_ = best_for_patience_ = lower_better_ ? kInf : -kInf;
+  }
+
   // The epochs from first_epoch on, then the final files.
   Status TrainEpochs(int first_epoch, const InputData& input, char delim, const Tokenizer& tok,
                      Clock::time_point t0) {
@@ -434,14 +453,21 @@ class TrainRun {
         stop_reason_ = "time_limit";
         break;
       }
+      if (!StepsLeft()) {
+        stop_reason_ = "step_limit";
+        break;
+      }
       EpochResult r;
-      bool time_up = false, budget_spent = false;
-      DS_RETURN_IF_ERROR(RunEpoch(epoch, opt, &r, &time_up, &budget_spent));
+      bool time_up = false, budget_spent = false, steps_up = false;
+      DS_RETURN_IF_ERROR(RunEpoch(epoch, opt, &r, &time_up, &budget_spent, &steps_up));
       r.device_memory = backend_->memory_stats();
       if (cfg_.dp && global_step_ >= dp_.max_steps) budget_spent = true;
       bool stop = false;
       if (time_up) {
         stop_reason_ = "time_limit";
+        stop = true;
+      } else if (steps_up) {
+        stop_reason_ = "step_limit";
         stop = true;
       } else if (cfg_.dp && dp_.max_steps < dp_.plan.steps &&
                  (budget_spent || global_step_ >= dp_.max_steps)) {
@@ -572,6 +598,27 @@ class TrainRun {
     }
     if (!set.empty())
       obs_.OnInfo(fmt::format("dp: DP-SGD defaults for settings not given: {}", fmt::join(set, ", ")));
+  }
+
+  // The field tokenizer's network for the settings the user did not set
+  // (docs/typed_fields.md "Training shape"). A record is a few value tokens
+  // (telco: 30 instead of ~200 characters), so a much smaller network learns
+  // it as well: on telco_churn 1 x LSTM 128 with embedding 64 scored SQS 92.4
+  // in 27 s against 93.0 in 143 s for the reference's 2 x 256 / 256, and
+  // generates ~3x faster. char and SentencePiece keep the reference defaults.
+  void ApplyFieldDefaults() {
+    std::vector<std::string> set;
+    auto choose = [&](const char* key, auto* field, auto value) {
+      if (cfg_.IsExplicit(key)) return;
+      *field = value;
+      set.push_back(fmt::format("{} {}", key, value));
+    };
+    choose("num_layers", &cfg_.num_layers, kFieldLayers);
+    choose("rnn_units", &cfg_.rnn_units, kFieldUnits);
+    choose("embedding_dim", &cfg_.embedding_dim, kFieldEmbedding);
+    if (!set.empty())
+      obs_.OnInfo(fmt::format("field tokenizer: network defaults for settings not given: {}",
+                              fmt::join(set, ", ")));
   }
 
   Status PrepareDp(const InputData& input, const Tokenizer& tok) {
@@ -717,7 +764,7 @@ class TrainRun {
   }
 
   Status RunEpoch(int epoch, const OptimizerConfig& opt, EpochResult* r, bool* time_up,
-                  bool* budget_spent) {
+                  bool* budget_spent, bool* steps_up) {
     auto e0 = Clock::now();
     std::vector<int64_t> order;
     if (!cfg_.dp) order = data_.EpochOrder(epoch, cfg_.buffer_size);
@@ -726,6 +773,7 @@ class TrainRun {
     Batch batch;
     for (int64_t b = 0; b < steps; ++b) {
       if (Rank0(Cancelled())) return Interrupted();  // the unfinished epoch is abandoned
+      if (!StepsLeft()) break;  // max_training_steps reached (the same step on every rank)
       if (b > 0 && !Fits(StepEstimate())) {
         ReportBudgetStop(fmt::format("epoch {} at step {}/{}", epoch, b, steps));
         *time_up = true;
@@ -773,12 +821,14 @@ class TrainRun {
       p.loss = sum.loss_sum / std::max(sum.count, 1.0);
       p.tokens_per_s = double(trained_tokens_ - epoch_start_tokens_) / elapsed;
       p.eta_seconds = elapsed / double(b + 1) *
-                      double(steps - b - 1 + int64_t(cfg_.epochs - epoch) * steps);
+                      double(StepsRemaining(steps - b - 1 + int64_t(cfg_.epochs - epoch) * steps));
       obs_.OnProgress(p);
     }
     double train_seconds = Since(e0);
     compute_seconds_ += train_seconds;
     r->epoch = epoch;
+    r->steps = global_step_;
+    *steps_up = !StepsLeft();  // the budget's last step: stop after this epoch
     r->loss = sum.loss_sum / std::max(sum.count, 1.0);
     r->accuracy = sum.correct / std::max(sum.count, 1.0);
     // Time-boxed under a budget: what is left after the save.
@@ -1015,7 +1065,8 @@ nlohmann::json EpochToJson(const EpochResult& r) {
   return {{"epoch", r.epoch},           {"loss", n(r.loss)},         {"accuracy", n(r.accuracy)},
           {"val_loss", n(r.val_loss)},  {"val_accuracy", n(r.val_accuracy)},
           {"epsilon", r.epsilon},       {"delta", r.delta},          {"best", r.best},
-          {"seconds", r.seconds},       {"tokens_per_s", r.tokens_per_s}};
+          {"seconds", r.seconds},       {"tokens_per_s", r.tokens_per_s},
+          {"steps", r.steps}};
 }
 
 EpochResult EpochFromJson(const nlohmann::json& j) {
@@ -1031,6 +1082,7 @@ EpochResult EpochFromJson(const nlohmann::json& j) {
   r.best = j.at("best").get<bool>();
   r.seconds = j.at("seconds").get<double>();
   r.tokens_per_s = j.at("tokens_per_s").get<double>();
+  r.steps = j.value("steps", int64_t(0));  // absent in checkpoints written before the step budget
   return r;
 }
 

@@ -7,7 +7,9 @@
 //     4. for each epoch: train batches (dropout on), validation batches, one
 //        history row; keep the best epoch's weights (save_best_model) or the
 //        last; early stopping on best_model_metric with patience / min_delta;
-//        max_training_time_seconds; a checkpoint after every epoch;
+//        max_training_time_seconds; max_training_steps (optimizer steps of the
+//        whole run, resumed sessions included: the epoch that reaches it stops
+//        there, validates and saves); a checkpoint after every epoch;
 //     5. write tokenizer, rules, weights and, LAST, model_params.json.
 //   A failure before step 5 leaves no model_params.json: nothing that looks
 //   like a model (a directory we created is removed).
@@ -45,6 +47,7 @@ namespace ds {
 
 struct EpochResult {
   int epoch = 0;
+  int64_t steps = 0;  // optimizer steps of the run when the epoch ended (all sessions)
   double loss = 0, accuracy = 0;
   double val_loss = 0, val_accuracy = 0;  // NaN without validation
   double epsilon = 0, delta = 0;          // dp only
