@@ -96,7 +96,8 @@ class CpuTrainBackend : public TrainBackend {
 // Throws ds::Error (kInvalidArgument) on a bad spec; MakeCpuTrainBackend is
 // the Status-returning form.
 std::unique_ptr<CpuTrainBackend> NewCpuTrainBackend(const NetworkSpec& spec, int max_batch,
-                                                    int max_steps);
+                                                    int max_steps,
+                                                    Precision precision = Precision::kFp32);
 
 // Inference: per slot and layer h, c [H] (the GRU: h only, and two GEMMs per
 // layer, x Wx and h Wh). Step gathers the n listed slots'
@@ -111,7 +112,21 @@ class CpuInferBackend : public InferBackend {
   virtual void SetThreads(int threads) = 0;
 };
 
+// Inference fast path (fast = true, the default; fp32 whatever the
+// precision): layer 0's x side comes from a table [V, G H] = E Wx_0 + b built
+// at construction (one row gather per token instead of the x part of the
+// GEMM), and StepRange computes a row's logits only over its id range, as
+// dot products with a transposed copy of Wd (rows with the full range use the
+// GEMM). Each table is built only when it fits in 64 MiB. fast = false runs
+// the plain path (every GEMM, every logit), the reference for tests; the two
+// agree to fp32 rounding (the sums are ordered differently), not bit for bit.
+struct InferOptions {
+  Precision precision = Precision::kFp32;
+  bool fast = true;
+};
+
 std::unique_ptr<CpuInferBackend> NewCpuInferBackend(const NetworkSpec& spec, const float* params,
-                                                    int slots, int threads = 0);
+                                                    int slots, int threads = 0,
+                                                    const InferOptions& options = {});
 
 }  // namespace ds::cpu

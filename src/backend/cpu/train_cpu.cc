@@ -117,11 +117,12 @@ inline void StepBarrier(SpinBarrier& barrier, int team, int planned) {
 
 class TrainImpl final : public CpuTrainBackend {
  public:
-  TrainImpl(const NetworkSpec& spec, int max_batch, int max_steps)
+  TrainImpl(const NetworkSpec& spec, int max_batch, int max_steps, Precision precision)
       : spec_(spec),
         layout_(ParamLayout::For(spec)),
         gru_(spec.architecture == Architecture::kGru),
         G_(GateCount(spec.architecture)),
+        bf16_(precision == Precision::kBf16),
         max_b_(max_batch),
         max_t_(max_steps) {
     const size_t R = size_t(max_batch) * max_steps;
@@ -173,9 +174,22 @@ class TrainImpl final : public CpuTrainBackend {
     std::memset(ones_.data(), 1, H);
     wscratch_.Resize(wmax * GH);
     bscratch_.Resize(2 * GH);
+    if (bf16_) {
+      for (int l = 0; l < L; ++l) {
+        whp16_.emplace_back(size_t(H) * GH);
+        whpt16_.emplace_back(size_t(H) * GH);
+      }
+      wd16_.Resize(size_t(V) * H);
+      wdt16_.Resize(size_t(V) * H);
+      for (int i = 0; i < 2; ++i) {
+        h16_[i].Resize(size_t(max_batch) * H);
+        dz16_[i].Resize(size_t(max_batch) * GH);
+      }
+    }
   }
 
   std::string name() const override { return "cpu"; }
+  Precision precision() const override { return bf16_ ? Precision::kBf16 : Precision::kFp32; }
   const NetworkSpec& spec() const override { return spec_; }
   const ParamLayout& layout() const override { return layout_; }
 
@@ -226,10 +240,22 @@ class TrainImpl final : public CpuTrainBackend {
   // DATASYNTH_CPU_GEMM_SPLIT=0, threaded by the library.
   void BigGemm(char split, bool ta, bool tb, int m, int n, int k, float alpha, const float* a,
                int lda, const float* b, int ldb, float beta, float* c, int ldc) const {
-    if (split_big_gemms_) {
+    if (bf16_) {
+      MixedGemmSplit(nt_, split, ta, tb, m, n, k, alpha, a, lda, b, nullptr, ldb, beta, c, ldc);
+    } else if (split_big_gemms_) {
       SgemmSplit(nt_, split, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     } else {
       SgemmThreads(nt_, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
+  }
+  // One GEMM on the calling thread in the backend's precision; b16 is B
+  // already rounded to bf16 (or null: rounded here), used only in bf16.
+  void Gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
+            const float* b, const uint16_t* b16, int ldb, float beta, float* c, int ldc) const {
+    if (bf16_) {
+      MixedGemmSerial(ta, tb, m, n, k, alpha, a, lda, b, b16, ldb, beta, c, ldc);
+    } else {
+      SgemmSerial(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     }
   }
   int Threads() const { return threads_ > 0 ? threads_ : std::max(1, omp_get_max_threads()); }
@@ -264,6 +290,7 @@ class TrainImpl final : public CpuTrainBackend {
   ParamLayout layout_;
   bool gru_;                                // architecture gru (else lstm)
   int G_;                                   // gates per unit: 4 (lstm), 3 (gru)
+  bool bf16_;                               // precision bf16 (docs/precision.md)
   std::vector<ParamLayout::RnnLayer> lay_;  // per layer offsets
   size_t off_emb_ = 0, off_dw_ = 0, off_db_ = 0;
   int max_b_, max_t_;
@@ -306,6 +333,13 @@ class TrainImpl final : public CpuTrainBackend {
   Buffer<float> zeros_;                // [max(Emb, GH, V)] zeros (c_{-1}, h_{-1}, ...)
   Buffer<float> wscratch_;             // [max(Emb, H), GH] permuted weight gradient
   Buffer<float> bscratch_;             // [2, GH] permuted bias gradient (row 1: gru's bh)
+  // bf16 only: rounded copies of the weights the per-step GEMMs read (made by
+  // RefreshPermuted, once per optimizer step) and ping-pong rounded copies of
+  // the recurrent GEMMs' left operands, written by the cell that produces them.
+  std::vector<Buffer<uint16_t>> whp16_, whpt16_;  // per layer, as whp_, whpt_
+  Buffer<uint16_t> wd16_, wdt16_;                 // [H, V] Wd, [V, H] wdt_
+  Buffer<uint16_t> h16_[2];                       // [maxB, H] h_t (t even: [0])
+  Buffer<uint16_t> dz16_[2];                      // [maxB, GH] dz_t (gru: dzh_t)
   // Dense stage, per thread.
   std::vector<Buffer<float>> dense_logits_;  // per thread [rows_chunk, V]
   std::vector<Buffer<float>> dense_dw_;      // per thread [H, V] (thread 0: grads)
@@ -354,6 +388,15 @@ void TrainImpl::RefreshPermuted() {
     Transpose(whp_[l].data(), H, GH, whpt_[l].data());
   }
   Transpose(params_.data() + off_dw_, H, spec_.vocab_size, wdt_.data());
+  if (bf16_) {
+    const size_t hv = size_t(H) * spec_.vocab_size;
+    for (int l = 0; l < spec_.num_layers; ++l) {
+      ToBf16(whp_[l].data(), size_t(H) * GH, whp16_[l].data());
+      ToBf16(whpt_[l].data(), size_t(H) * GH, whpt16_[l].data());
+    }
+    ToBf16(params_.data() + off_dw_, hv, wd16_.data());
+    ToBf16(wdt_.data(), hv, wdt16_.data());
+  }
   perm_dirty_ = false;
 }
 
@@ -425,6 +468,8 @@ void TrainImpl::RecurrenceForward(int l) {
   const float* whp = whp_[l].data();
   const float* bp = bp_[l].data();
   const float* zeros = zeros_.data();
+  const uint16_t* whp16 = bf16_ ? whp16_[l].data() : nullptr;
+  uint16_t* h16[2] = {h16_[0].data(), h16_[1].data()};
   SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
   {
@@ -434,8 +479,13 @@ void TrainImpl::RecurrenceForward(int l) {
     for (int t = 0; t < T; ++t) {
       float* z = gates + size_t(t) * B * H4;  // [B, 4H]
       if (t > 0 && nc > 0) {
-        SgemmSerial(false, false, B, nc, H, 1.0f, hbuf + size_t(t - 1) * B * H, H, whp + c0, H4,
-                    1.0f, z + c0, H4);
+        if (whp16) {
+          BgemmSerial(false, false, B, nc, H, 1.0f, h16[(t - 1) & 1], H, whp16 + c0, H4, 1.0f,
+                      z + c0, H4);
+        } else {
+          SgemmSerial(false, false, B, nc, H, 1.0f, hbuf + size_t(t - 1) * B * H, H, whp + c0, H4,
+                      1.0f, z + c0, H4);
+        }
       }
       for (int b = 0; b < B; ++b) {
         const size_t row = size_t(t) * B + b;
@@ -448,6 +498,7 @@ void TrainImpl::RecurrenceForward(int l) {
           float* hr = hbuf + row * H + k * ub;
           LstmCell(ub, zr, zr + ub, zr + 2 * ub, zr + 3 * ub, bb, bb + ub, bb + 2 * ub, bb + 3 * ub,
                    cp, cr, tcr, hr);
+          if (whp16) ToBf16(hr, ub, h16[t & 1] + size_t(b) * H + k * ub);
         }
       }
       StepBarrier(barrier, nj, ntr);
@@ -464,6 +515,8 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
   const float* cbuf = c_[l].data();
   const float* tcbuf = tc_[l].data();
   const float* whpt = whpt_[l].data();
+  const uint16_t* whpt16 = bf16_ ? whpt16_[l].data() : nullptr;
+  uint16_t* dz16[2] = {dz16_[0].data(), dz16_[1].data()};
   const uint8_t* mask = dropout_on_ ? mask_[l + 1].data() : nullptr;
   const float keep_scale = dropout_on_ ? 1.0f / (1.0f - spec_.dropout_rate) : 1.0f;
   float* dz = dz_[l].data();
@@ -487,8 +540,13 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
       float* dzt = dz + size_t(t) * B * H4;  // [B, 4H]
       if (t < T - 1 && nu > 0) {
         // dhrec[:, u0:u0+nu] = dz_{t+1} [B, 4H] x whpt[:, u0:u0+nu]
-        SgemmSerial(false, false, B, nu, H4, 1.0f, dzt + size_t(B) * H4, H4, whpt + u0, H, 0.0f,
-                    dhrec + u0, H);
+        if (whpt16) {
+          BgemmSerial(false, false, B, nu, H4, 1.0f, dz16[(t + 1) & 1], H4, whpt16 + u0, H, 0.0f,
+                      dhrec + u0, H);
+        } else {
+          SgemmSerial(false, false, B, nu, H4, 1.0f, dzt + size_t(B) * H4, H4, whpt + u0, H, 0.0f,
+                      dhrec + u0, H);
+        }
       }
       for (int b = 0; b < B; ++b) {
         const size_t row = size_t(t) * B + b;
@@ -523,6 +581,7 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
             dzr[3 * ub + u] = dzo;
             (void)cr;
           }
+          if (whpt16) ToBf16(dzr, 4 * ub, dz16[t & 1] + size_t(b) * H4 + k * 4 * ub);
           if (accumulate_bias) {
 #pragma omp simd
             for (int u = 0; u < 4 * ub; ++u) dbr[u] += dzr[u];
@@ -550,6 +609,8 @@ void TrainImpl::GruForward(int l) {
   const float* bx = bp_[l].data();
   const float* bh = bx + H3;
   const float* zeros = zeros_.data();
+  const uint16_t* whp16 = bf16_ ? whp16_[l].data() : nullptr;
+  uint16_t* h16[2] = {h16_[0].data(), h16_[1].data()};
   SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
   {
@@ -559,8 +620,13 @@ void TrainImpl::GruForward(int l) {
     for (int t = 0; t < T; ++t) {
       float* a = gates + size_t(t) * B * H3;  // [B, 3H]
       if (t > 0 && nc > 0) {
-        SgemmSerial(false, false, B, nc, H, 1.0f, hbuf + size_t(t - 1) * B * H, H, whp + c0, H3,
-                    0.0f, hz + c0, H3);
+        if (whp16) {
+          BgemmSerial(false, false, B, nc, H, 1.0f, h16[(t - 1) & 1], H, whp16 + c0, H3, 0.0f,
+                      hz + c0, H3);
+        } else {
+          SgemmSerial(false, false, B, nc, H, 1.0f, hbuf + size_t(t - 1) * B * H, H, whp + c0,
+                      H3, 0.0f, hz + c0, H3);
+        }
       }
       for (int b = 0; b < B; ++b) {
         const size_t row = size_t(t) * B + b;
@@ -573,6 +639,7 @@ void TrainImpl::GruForward(int l) {
           GruCell(ub, ar, ar + ub, ar + 2 * ub, ur, ur + ub, ur + 2 * ub, bxk, bxk + ub,
                   bxk + 2 * ub, bhk, bhk + ub, bhk + 2 * ub, hp, hnbuf + row * H + k * ub,
                   hbuf + row * H + k * ub);
+          if (whp16) ToBf16(hbuf + row * H + k * ub, ub, h16[t & 1] + size_t(b) * H + k * ub);
         }
       }
       StepBarrier(barrier, nj, ntr);
@@ -595,6 +662,8 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
   const float* hnbuf = hn_[l].data();
   const float* hbuf = h_[l].data();
   const float* whpt = whpt_[l].data();
+  const uint16_t* whpt16 = bf16_ ? whpt16_[l].data() : nullptr;
+  uint16_t* dz16[2] = {dz16_[0].data(), dz16_[1].data()};
   const uint8_t* mask = dropout_on_ ? mask_[l + 1].data() : nullptr;
   const float keep_scale = dropout_on_ ? 1.0f / (1.0f - spec_.dropout_rate) : 1.0f;
   float* dzx = dz_[l].data();
@@ -624,8 +693,13 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
       float* dzht = dzh + size_t(t) * B * H3;
       if (t < T - 1 && nu > 0) {
         // dhrec[:, u0:u0+nu] = dzh_{t+1} [B, 3H] x whpt[:, u0:u0+nu]
-        SgemmSerial(false, false, B, nu, H3, 1.0f, dzht + size_t(B) * H3, H3, whpt + u0, H, 0.0f,
-                    dhrec + u0, H);
+        if (whpt16) {
+          BgemmSerial(false, false, B, nu, H3, 1.0f, dz16[(t + 1) & 1], H3, whpt16 + u0, H, 0.0f,
+                      dhrec + u0, H);
+        } else {
+          SgemmSerial(false, false, B, nu, H3, 1.0f, dzht + size_t(B) * H3, H3, whpt + u0, H,
+                      0.0f, dhrec + u0, H);
+        }
       }
       for (int b = 0; b < B; ++b) {
         const size_t row = size_t(t) * B + b;
@@ -655,6 +729,7 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
             ah[ub + u] = dr;
             ah[2 * ub + u] = dn * r;
           }
+          if (whpt16) ToBf16(ah, 3 * ub, dz16[t & 1] + size_t(b) * H3 + k * 3 * ub);
           if (accumulate_bias) {
             float* bxr = dbx + k * 3 * ub;
             float* bhr = dbh + k * 3 * ub;
@@ -812,7 +887,7 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
     for (int r = r0; r < r1; r += chunk) {
       const int n = std::min(chunk, r1 - r);
       float* x = lg.data();  // [n, V]
-      SgemmSerial(false, false, n, V, H, 1.0f, xd + size_t(r) * H, H, wd, V, 0.0f, x, V);
+      Gemm(false, false, n, V, H, 1.0f, xd + size_t(r) * H, H, wd, wd16_.data(), V, 0.0f, x, V);
       for (int i = 0; i < n; ++i) {
         const int row = r + i, t = row / B, b = row % B;
         const float w = W(batch, b, t);
@@ -828,15 +903,15 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
         st.count += w;
       }
       if (train) {
-        SgemmSerial(true, false, H, V, n, 1.0f, xd + size_t(r) * H, H, x, V, first ? 0.0f : 1.0f,
-                    dw, V);
+        Gemm(true, false, H, V, n, 1.0f, xd + size_t(r) * H, H, x, nullptr, V, first ? 0.0f : 1.0f,
+             dw, V);
         for (int i = 0; i < n; ++i) {
           const float* xr = x + size_t(i) * V;
 #pragma omp simd
           for (int v = 0; v < V; ++v) db[v] += xr[v];
         }
-        SgemmSerial(false, false, n, H, V, 1.0f, x, V, wdt_.data(), H, 0.0f, dxd + size_t(r) * H,
-                    H);
+        Gemm(false, false, n, H, V, 1.0f, x, V, wdt_.data(), wdt16_.data(), H, 0.0f,
+             dxd + size_t(r) * H, H);
         first = false;
       }
     }
@@ -899,7 +974,7 @@ StepStats TrainImpl::DenseClipNorms(const Batch& batch, float* dxd, double* norm
     double wsum = 0;
     for (int t = 0; t < T; ++t) wsum += W(batch, b, t);
     const float inv = wsum > 0 ? float(1.0 / wsum) : 0.0f;
-    SgemmSerial(false, false, T, V, H, 1.0f, xd + size_t(b) * H, B * H, wd, V, 0.0f, x, V);
+    Gemm(false, false, T, V, H, 1.0f, xd + size_t(b) * H, B * H, wd, wd16_.data(), V, 0.0f, x, V);
     StepStats st;
     for (int t = 0; t < T; ++t) {
       const float w = W(batch, b, t);
@@ -910,8 +985,8 @@ StepStats TrainImpl::DenseClipNorms(const Batch& batch, float* dxd, double* norm
       st.count += w;
     }
     per[b] = st;
-    SgemmSerial(false, false, T, H, V, 1.0f, x, V, wdt_.data(), H, 0.0f, dxd + size_t(b) * H,
-                B * H);
+    Gemm(false, false, T, H, V, 1.0f, x, V, wdt_.data(), wdt16_.data(), H, 0.0f,
+         dxd + size_t(b) * H, B * H);
     SgemmSerial(false, true, T, T, H, 1.0f, xd + size_t(b) * H, B * H, xd + size_t(b) * H, B * H,
                 0.0f, ga, T);
     SgemmSerial(false, true, T, T, V, 1.0f, x, V, x, V, 0.0f, gd, T);
@@ -957,11 +1032,12 @@ void TrainImpl::DenseClipGrads(const Batch& batch, const double* scale) {
     std::memset(db, 0, V * sizeof(float));
     std::memset(dw, 0, size_t(H) * V * sizeof(float));
     for (int b = b0; b < b1; ++b) {
-      SgemmSerial(false, false, T, V, H, 1.0f, xd + size_t(b) * H, B * H, wd, V, 0.0f, x, V);
+      Gemm(false, false, T, V, H, 1.0f, xd + size_t(b) * H, B * H, wd, wd16_.data(), V, 0.0f, x,
+           V);
       for (int t = 0; t < T; ++t)
         SoftmaxRow(x + size_t(t) * V, bd, V, batch.targets[size_t(b) * T + t],
                    float(W(batch, b, t) * scale[b]), true);
-      SgemmSerial(true, false, H, V, T, 1.0f, xd + size_t(b) * H, B * H, x, V, 1.0f, dw, V);
+      Gemm(true, false, H, V, T, 1.0f, xd + size_t(b) * H, B * H, x, nullptr, V, 1.0f, dw, V);
       for (int t = 0; t < T; ++t)
         for (int v = 0; v < V; ++v) db[v] += x[size_t(t) * V + v];
     }
@@ -1212,7 +1288,7 @@ void TrainImpl::ApplyOptimizer(const OptimizerConfig& opt, int64_t step) {
 }  // namespace
 
 std::unique_ptr<CpuTrainBackend> NewCpuTrainBackend(const NetworkSpec& spec, int max_batch,
-                                                    int max_steps) {
+                                                    int max_steps, Precision precision) {
   if (spec.vocab_size <= 0 || spec.embedding_dim <= 0 || spec.rnn_units <= 0 ||
       spec.num_layers <= 0) {
     DS_THROW(kInvalidArgument,
@@ -1227,15 +1303,16 @@ std::unique_ptr<CpuTrainBackend> NewCpuTrainBackend(const NetworkSpec& spec, int
     DS_THROW(kInvalidArgument, "max_batch and max_steps must be positive (got {}, {})", max_batch,
              max_steps);
   }
-  return std::make_unique<TrainImpl>(spec, max_batch, max_steps);
+  return std::make_unique<TrainImpl>(spec, max_batch, max_steps, precision);
 }
 
 }  // namespace cpu
 
 Result<std::unique_ptr<TrainBackend>> MakeCpuTrainBackend(const NetworkSpec& spec, int max_batch,
-                                                          int max_steps) {
+                                                          int max_steps, Precision precision) {
   std::unique_ptr<TrainBackend> out;
-  Status st = Capture([&] { out = cpu::NewCpuTrainBackend(spec, max_batch, max_steps); });
+  Status st =
+      Capture([&] { out = cpu::NewCpuTrainBackend(spec, max_batch, max_steps, precision); });
   if (!st.ok()) return st;
   return out;
 }

@@ -51,6 +51,7 @@ struct CudaOptions {
   // share the allocator and their `memory` is ignored).
   AllocatorConfig memory;
   bool allow_tf32 = false;  // TF32 tensor-core GEMMs
+  Precision precision = Precision::kFp32;  // kBf16: bf16 GEMM operands (see above)
 };
 
 Result<std::unique_ptr<TrainBackend>> MakeCudaTrainBackend(const NetworkSpec& spec, int max_batch,
