@@ -302,6 +302,15 @@ void MixedGemmSplit(int threads, char split, bool trans_a, bool trans_b, int m, 
            });
 }
 
+void BgemmSplit(int threads, char split, bool trans_a, bool trans_b, int m, int n, int k,
+                float alpha, const uint16_t* a, int lda, const uint16_t* b, int ldb, float beta,
+                float* c, int ldc) {
+  SplitRun(threads, split, trans_a, trans_b, m, n, a, lda, b, ldb, c, ldc,
+           [&](int mm, int nn, const uint16_t* aa, const uint16_t* bb, float* cc) {
+             BgemmSerial(trans_a, trans_b, mm, nn, k, alpha, aa, lda, bb, ldb, beta, cc, ldc);
+           });
+}
+
 std::string BgemmImplName(bool trans_a, bool trans_b, int m, int n, int k) {
   const int lda = trans_a ? m : k, ldb = trans_b ? k : n;
   std::string name;

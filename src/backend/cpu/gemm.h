@@ -93,6 +93,11 @@ void MixedGemmSplit(int threads, char split, bool trans_a, bool trans_b, int m, 
                     float alpha, const float* a, int lda, const float* b, const uint16_t* b16,
                     int ldb, float beta, float* c, int ldc);
 
+// SgemmSplit's partition over BgemmSerial (operands already bf16).
+void BgemmSplit(int threads, char split, bool trans_a, bool trans_b, int m, int n, int k,
+                float alpha, const uint16_t* a, int lda, const uint16_t* b, int ldb, float beta,
+                float* c, int ldc);
+
 // The oneDNN implementation a bf16 call of this shape dispatches to (for
 // benchmarks and reports), e.g. "brg:avx512_core_bf16".
 std::string BgemmImplName(bool trans_a, bool trans_b, int m, int n, int k);

@@ -105,6 +105,17 @@ void Transpose(const float* src, int rows, int cols, float* dst) {
           dst[size_t(c) * rows + r] = src[size_t(r) * cols + c];
 }
 
+// dst = src rounded to bf16, split across `threads` threads.
+void RoundParallel(const float* src, size_t n, uint16_t* dst, int threads) {
+  const size_t chunk = 1 << 14;
+  const int64_t chunks = int64_t((n + chunk - 1) / chunk);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const size_t i = size_t(c) * chunk;
+    ToBf16(src + i, std::min(chunk, n - i), dst + i);
+  }
+}
+
 // One barrier per timestep of the recurrence: the yielding SpinBarrier when the
 // team has the planned size, else (OpenMP gave fewer threads) an OpenMP one.
 inline void StepBarrier(SpinBarrier& barrier, int team, int planned) {
@@ -176,15 +187,18 @@ class TrainImpl final : public CpuTrainBackend {
     bscratch_.Resize(2 * GH);
     if (bf16_) {
       for (int l = 0; l < L; ++l) {
+        const int in = lay_[l].in;
+        wxp16_.emplace_back(size_t(in) * GH);
+        wxpt16_.emplace_back(size_t(in) * GH);
         whp16_.emplace_back(size_t(H) * GH);
         whpt16_.emplace_back(size_t(H) * GH);
+        x16_.emplace_back(R * in);
+        h16_.emplace_back(R * H);
       }
       wd16_.Resize(size_t(V) * H);
       wdt16_.Resize(size_t(V) * H);
-      for (int i = 0; i < 2; ++i) {
-        h16_[i].Resize(size_t(max_batch) * H);
-        dz16_[i].Resize(size_t(max_batch) * GH);
-      }
+      dz16_.Resize(R * GH);
+      if (gru_) dzh16_.Resize(R * GH);
     }
   }
 
@@ -277,7 +291,11 @@ class TrainImpl final : public CpuTrainBackend {
   // dL/d(h-side pre-activations) of layer l: dz_ itself for the LSTM (one
   // pre-activation per gate), dzh_ for the GRU.
   float* DzH(int l) { return gru_ ? dzh_[l].data() : dz_[l].data(); }
-  void LayerWeightGrads(int l, bool bias_from_colsum);
+  // rounded: use the bf16 copies of x, h and dz (bf16 only; not after the
+  // clip path rescaled dz).
+  void LayerWeightGrads(int l, bool bias_from_colsum, bool rounded);
+  // dX_l = dZ_l Wx^T into dx (bf16: from the rounded dz and weights).
+  void LayerInputGrad(int l, float* dx);
   StepStats DenseStage(const Batch& batch, bool train, double count, float* dxd, float* logits_out);
   StepStats DenseClipNorms(const Batch& batch, float* dxd, double* norm2);
   void DenseClipGrads(const Batch& batch, const double* scale);
@@ -333,13 +351,17 @@ class TrainImpl final : public CpuTrainBackend {
   Buffer<float> zeros_;                // [max(Emb, GH, V)] zeros (c_{-1}, h_{-1}, ...)
   Buffer<float> wscratch_;             // [max(Emb, H), GH] permuted weight gradient
   Buffer<float> bscratch_;             // [2, GH] permuted bias gradient (row 1: gru's bh)
-  // bf16 only: rounded copies of the weights the per-step GEMMs read (made by
-  // RefreshPermuted, once per optimizer step) and ping-pong rounded copies of
-  // the recurrent GEMMs' left operands, written by the cell that produces them.
-  std::vector<Buffer<uint16_t>> whp16_, whpt16_;  // per layer, as whp_, whpt_
+  // bf16 only: rounded copies of the weights (made by RefreshPermuted, once
+  // per optimizer step) and of the activations and gradients the GEMMs read,
+  // each rounded once where it is produced: the layer input by Forward, h_t
+  // and dz_t by the cells of the recurrence (one step's rows are also the
+  // left operand of the next step's recurrent GEMM).
+  std::vector<Buffer<uint16_t>> wxp16_, wxpt16_, whp16_, whpt16_;  // per layer, as wxp_ ...
   Buffer<uint16_t> wd16_, wdt16_;                 // [H, V] Wd, [V, H] wdt_
-  Buffer<uint16_t> h16_[2];                       // [maxB, H] h_t (t even: [0])
-  Buffer<uint16_t> dz16_[2];                      // [maxB, GH] dz_t (gru: dzh_t)
+  std::vector<Buffer<uint16_t>> x16_;             // per layer [R, In] LayerInput(l)
+  std::vector<Buffer<uint16_t>> h16_;             // per layer [R, H] h_t
+  Buffer<uint16_t> dz16_;                         // [R, GH] dz of the layer in backward
+  Buffer<uint16_t> dzh16_;                        // [R, GH] dzh (gru only)
   // Dense stage, per thread.
   std::vector<Buffer<float>> dense_logits_;  // per thread [rows_chunk, V]
   std::vector<Buffer<float>> dense_dw_;      // per thread [H, V] (thread 0: grads)
@@ -391,6 +413,9 @@ void TrainImpl::RefreshPermuted() {
   if (bf16_) {
     const size_t hv = size_t(H) * spec_.vocab_size;
     for (int l = 0; l < spec_.num_layers; ++l) {
+      const size_t nx = size_t(lay_[l].in) * GH;
+      ToBf16(wxp_[l].data(), nx, wxp16_[l].data());
+      ToBf16(wxpt_[l].data(), nx, wxpt16_[l].data());
       ToBf16(whp_[l].data(), size_t(H) * GH, whp16_[l].data());
       ToBf16(whpt_[l].data(), size_t(H) * GH, whpt16_[l].data());
     }
@@ -433,8 +458,14 @@ void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
   prof_.Mark(kEmbed);
   for (int l = 0; l < spec_.num_layers; ++l) {
     const int in = lay_[l].in, GH = G_ * H;
-    BigGemm('m', false, false, R_, GH, in, 1.0f, LayerInput(l), in, wxp_[l].data(), GH, 0.0f,
-            gates_[l].data(), GH);
+    if (bf16_) {
+      RoundParallel(LayerInput(l), size_t(R_) * in, x16_[l].data(), nt_);
+      BgemmSplit(nt_, 'm', false, false, R_, GH, in, 1.0f, x16_[l].data(), in, wxp16_[l].data(),
+                 GH, 0.0f, gates_[l].data(), GH);
+    } else {
+      BigGemm('m', false, false, R_, GH, in, 1.0f, LayerInput(l), in, wxp_[l].data(), GH, 0.0f,
+              gates_[l].data(), GH);
+    }
     prof_.Mark(kFwdGemm);
     if (gru_) {
       GruForward(l);
@@ -469,7 +500,7 @@ void TrainImpl::RecurrenceForward(int l) {
   const float* bp = bp_[l].data();
   const float* zeros = zeros_.data();
   const uint16_t* whp16 = bf16_ ? whp16_[l].data() : nullptr;
-  uint16_t* h16[2] = {h16_[0].data(), h16_[1].data()};
+  uint16_t* h16 = bf16_ ? h16_[l].data() : nullptr;  // [R, H]
   SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
   {
@@ -480,8 +511,8 @@ void TrainImpl::RecurrenceForward(int l) {
       float* z = gates + size_t(t) * B * H4;  // [B, 4H]
       if (t > 0 && nc > 0) {
         if (whp16) {
-          BgemmSerial(false, false, B, nc, H, 1.0f, h16[(t - 1) & 1], H, whp16 + c0, H4, 1.0f,
-                      z + c0, H4);
+          BgemmSerial(false, false, B, nc, H, 1.0f, h16 + size_t(t - 1) * B * H, H, whp16 + c0,
+                      H4, 1.0f, z + c0, H4);
         } else {
           SgemmSerial(false, false, B, nc, H, 1.0f, hbuf + size_t(t - 1) * B * H, H, whp + c0, H4,
                       1.0f, z + c0, H4);
@@ -498,7 +529,7 @@ void TrainImpl::RecurrenceForward(int l) {
           float* hr = hbuf + row * H + k * ub;
           LstmCell(ub, zr, zr + ub, zr + 2 * ub, zr + 3 * ub, bb, bb + ub, bb + 2 * ub, bb + 3 * ub,
                    cp, cr, tcr, hr);
-          if (whp16) ToBf16(hr, ub, h16[t & 1] + size_t(b) * H + k * ub);
+          if (h16) ToBf16(hr, ub, h16 + row * H + k * ub);
         }
       }
       StepBarrier(barrier, nj, ntr);
@@ -516,7 +547,7 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
   const float* tcbuf = tc_[l].data();
   const float* whpt = whpt_[l].data();
   const uint16_t* whpt16 = bf16_ ? whpt16_[l].data() : nullptr;
-  uint16_t* dz16[2] = {dz16_[0].data(), dz16_[1].data()};
+  uint16_t* dz16 = bf16_ ? dz16_.data() : nullptr;  // [R, 4H]
   const uint8_t* mask = dropout_on_ ? mask_[l + 1].data() : nullptr;
   const float keep_scale = dropout_on_ ? 1.0f / (1.0f - spec_.dropout_rate) : 1.0f;
   float* dz = dz_[l].data();
@@ -541,8 +572,8 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
       if (t < T - 1 && nu > 0) {
         // dhrec[:, u0:u0+nu] = dz_{t+1} [B, 4H] x whpt[:, u0:u0+nu]
         if (whpt16) {
-          BgemmSerial(false, false, B, nu, H4, 1.0f, dz16[(t + 1) & 1], H4, whpt16 + u0, H, 0.0f,
-                      dhrec + u0, H);
+          BgemmSerial(false, false, B, nu, H4, 1.0f, dz16 + size_t(t + 1) * B * H4, H4,
+                      whpt16 + u0, H, 0.0f, dhrec + u0, H);
         } else {
           SgemmSerial(false, false, B, nu, H4, 1.0f, dzt + size_t(B) * H4, H4, whpt + u0, H, 0.0f,
                       dhrec + u0, H);
@@ -581,7 +612,7 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
             dzr[3 * ub + u] = dzo;
             (void)cr;
           }
-          if (whpt16) ToBf16(dzr, 4 * ub, dz16[t & 1] + size_t(b) * H4 + k * 4 * ub);
+          if (dz16) ToBf16(dzr, 4 * ub, dz16 + row * H4 + k * 4 * ub);
           if (accumulate_bias) {
 #pragma omp simd
             for (int u = 0; u < 4 * ub; ++u) dbr[u] += dzr[u];
@@ -610,7 +641,7 @@ void TrainImpl::GruForward(int l) {
   const float* bh = bx + H3;
   const float* zeros = zeros_.data();
   const uint16_t* whp16 = bf16_ ? whp16_[l].data() : nullptr;
-  uint16_t* h16[2] = {h16_[0].data(), h16_[1].data()};
+  uint16_t* h16 = bf16_ ? h16_[l].data() : nullptr;  // [R, H]
   SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
   {
@@ -621,8 +652,8 @@ void TrainImpl::GruForward(int l) {
       float* a = gates + size_t(t) * B * H3;  // [B, 3H]
       if (t > 0 && nc > 0) {
         if (whp16) {
-          BgemmSerial(false, false, B, nc, H, 1.0f, h16[(t - 1) & 1], H, whp16 + c0, H3, 0.0f,
-                      hz + c0, H3);
+          BgemmSerial(false, false, B, nc, H, 1.0f, h16 + size_t(t - 1) * B * H, H, whp16 + c0,
+                      H3, 0.0f, hz + c0, H3);
         } else {
           SgemmSerial(false, false, B, nc, H, 1.0f, hbuf + size_t(t - 1) * B * H, H, whp + c0,
                       H3, 0.0f, hz + c0, H3);
@@ -639,7 +670,7 @@ void TrainImpl::GruForward(int l) {
           GruCell(ub, ar, ar + ub, ar + 2 * ub, ur, ur + ub, ur + 2 * ub, bxk, bxk + ub,
                   bxk + 2 * ub, bhk, bhk + ub, bhk + 2 * ub, hp, hnbuf + row * H + k * ub,
                   hbuf + row * H + k * ub);
-          if (whp16) ToBf16(hbuf + row * H + k * ub, ub, h16[t & 1] + size_t(b) * H + k * ub);
+          if (h16) ToBf16(hbuf + row * H + k * ub, ub, h16 + row * H + k * ub);
         }
       }
       StepBarrier(barrier, nj, ntr);
@@ -663,7 +694,8 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
   const float* hbuf = h_[l].data();
   const float* whpt = whpt_[l].data();
   const uint16_t* whpt16 = bf16_ ? whpt16_[l].data() : nullptr;
-  uint16_t* dz16[2] = {dz16_[0].data(), dz16_[1].data()};
+  uint16_t* dzx16 = bf16_ ? dz16_.data() : nullptr;   // [R, 3H] x side
+  uint16_t* dzh16 = bf16_ ? dzh16_.data() : nullptr;  // [R, 3H] h side
   const uint8_t* mask = dropout_on_ ? mask_[l + 1].data() : nullptr;
   const float keep_scale = dropout_on_ ? 1.0f / (1.0f - spec_.dropout_rate) : 1.0f;
   float* dzx = dz_[l].data();
@@ -694,8 +726,8 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
       if (t < T - 1 && nu > 0) {
         // dhrec[:, u0:u0+nu] = dzh_{t+1} [B, 3H] x whpt[:, u0:u0+nu]
         if (whpt16) {
-          BgemmSerial(false, false, B, nu, H3, 1.0f, dz16[(t + 1) & 1], H3, whpt16 + u0, H, 0.0f,
-                      dhrec + u0, H);
+          BgemmSerial(false, false, B, nu, H3, 1.0f, dzh16 + size_t(t + 1) * B * H3, H3,
+                      whpt16 + u0, H, 0.0f, dhrec + u0, H);
         } else {
           SgemmSerial(false, false, B, nu, H3, 1.0f, dzht + size_t(B) * H3, H3, whpt + u0, H,
                       0.0f, dhrec + u0, H);
@@ -729,7 +761,10 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
             ah[ub + u] = dr;
             ah[2 * ub + u] = dn * r;
           }
-          if (whpt16) ToBf16(ah, 3 * ub, dz16[t & 1] + size_t(b) * H3 + k * 3 * ub);
+          if (dzh16) {
+            ToBf16(ax, 3 * ub, dzx16 + row * H3 + k * 3 * ub);
+            ToBf16(ah, 3 * ub, dzh16 + row * H3 + k * 3 * ub);
+          }
           if (accumulate_bias) {
             float* bxr = dbx + k * 3 * ub;
             float* bhr = dbh + k * 3 * ub;
@@ -748,19 +783,31 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
 
 // Weight gradients of layer l from dz_[l] (already scaled on the clip path):
 // dWh = H_{prev}^T dZ, dWx = X^T dZ, db = bscratch_ (or colsum dZ).
-void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum) {
+void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum, bool rounded) {
   const int B = B_, T = T_, H = spec_.rnn_units, H4 = G_ * H;  // H4: G H columns
   const auto& Ly = lay_[l];
   float* g = grads_.data();
+  rounded = rounded && bf16_;
+  const uint16_t* dzh16 = gru_ ? dzh16_.data() : dz16_.data();
   if (T > 1) {
-    BigGemm('n', true, false, H, H4, (T - 1) * B, 1.0f, h_[l].data(), H, DzH(l) + size_t(B) * H4,
-            H4, 0.0f, wscratch_.data(), H4);
+    if (rounded) {
+      BgemmSplit(nt_, 'n', true, false, H, H4, (T - 1) * B, 1.0f, h16_[l].data(), H,
+                 dzh16 + size_t(B) * H4, H4, 0.0f, wscratch_.data(), H4);
+    } else {
+      BigGemm('n', true, false, H, H4, (T - 1) * B, 1.0f, h_[l].data(), H,
+              DzH(l) + size_t(B) * H4, H4, 0.0f, wscratch_.data(), H4);
+    }
     Unpermute(wscratch_.data(), H, g + Ly.wh);
   } else {
     std::memset(g + Ly.wh, 0, size_t(H) * H4 * sizeof(float));
   }
-  BigGemm('n', true, false, Ly.in, H4, R_, 1.0f, LayerInput(l), Ly.in, dz_[l].data(), H4, 0.0f,
-          wscratch_.data(), H4);
+  if (rounded) {
+    BgemmSplit(nt_, 'n', true, false, Ly.in, H4, R_, 1.0f, x16_[l].data(), Ly.in, dz16_.data(),
+               H4, 0.0f, wscratch_.data(), H4);
+  } else {
+    BigGemm('n', true, false, Ly.in, H4, R_, 1.0f, LayerInput(l), Ly.in, dz_[l].data(), H4, 0.0f,
+            wscratch_.data(), H4);
+  }
   Unpermute(wscratch_.data(), Ly.in, g + Ly.wx);
   const int bias_rows = gru_ ? 2 : 1;  // gru: row 0 from dz (bx), row 1 from dzh (bh)
   if (bias_from_colsum) {
@@ -779,6 +826,17 @@ void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum) {
     }
   }
   Unpermute(bscratch_.data(), bias_rows, g + Ly.b);
+}
+
+void TrainImpl::LayerInputGrad(int l, float* dx) {
+  const int in = lay_[l].in, GH = G_ * spec_.rnn_units;
+  if (bf16_) {
+    BgemmSplit(nt_, 'm', false, false, R_, in, GH, 1.0f, dz16_.data(), GH, wxpt16_[l].data(), in,
+               0.0f, dx, in);
+  } else {
+    BigGemm('m', false, false, R_, in, GH, 1.0f, dz_[l].data(), GH, wxpt_[l].data(), in, 0.0f, dx,
+            in);
+  }
 }
 
 void TrainImpl::ApplyMaskInPlace(int site, float* x, int width) {
@@ -1162,12 +1220,10 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
         RecurrenceBackward(l, dx_[cur].data(), /*accumulate_bias=*/true);
       }
       prof_.Mark(kBwdRec);
-      const int in = lay_[l].in;
-      BigGemm('m', false, false, R_, in, GH, 1.0f, dz_[l].data(), GH, wxpt_[l].data(), in, 0.0f,
-              dx_[1 - cur].data(), in);
+      LayerInputGrad(l, dx_[1 - cur].data());
       prof_.Mark(kBwdDx);
       cur = 1 - cur;
-      LayerWeightGrads(l, /*bias_from_colsum=*/false);
+      LayerWeightGrads(l, /*bias_from_colsum=*/false, /*rounded=*/true);
       prof_.Mark(kBwdDw);
     }
     ApplyMaskInPlace(0, dx_[cur].data(), E);
@@ -1187,9 +1243,7 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
     } else {
       RecurrenceBackward(l, dx_[cur].data(), /*accumulate_bias=*/false);
     }
-    const int in = lay_[l].in;
-    BigGemm('m', false, false, R_, in, GH, 1.0f, dz_[l].data(), GH, wxpt_[l].data(), in, 0.0f,
-            dx_[1 - cur].data(), in);
+    LayerInputGrad(l, dx_[1 - cur].data());
     cur = 1 - cur;
     ClipLayerNorms(l, norm2.data());
   }
@@ -1227,7 +1281,7 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
       for (int e = 0; e < E; ++e) r[e] *= sb;
     }
   }
-  for (int l = 0; l < L; ++l) LayerWeightGrads(l, /*bias_from_colsum=*/true);
+  for (int l = 0; l < L; ++l) LayerWeightGrads(l, /*bias_from_colsum=*/true, /*rounded=*/false);
   EmbeddingGrad(batch, dx0);
   DenseClipGrads(batch, dense_scale.data());
   prof_.Mark(kClip);
