@@ -311,6 +311,71 @@ void BgemmSplit(int threads, char split, bool trans_a, bool trans_b, int m, int 
            });
 }
 
+struct PackedBgemm::Impl {
+  int m = -1, n = 0, k = 0, lda = 0, ldc = 0;
+  float beta = 0;
+  dnnl::matmul prim;
+  dnnl::memory a, w, c;
+  std::unique_ptr<dnnl::stream> stream;
+};
+
+PackedBgemm::PackedBgemm() : impl_(std::make_unique<Impl>()) {}
+PackedBgemm::~PackedBgemm() = default;
+PackedBgemm::PackedBgemm(PackedBgemm&&) noexcept = default;
+PackedBgemm& PackedBgemm::operator=(PackedBgemm&&) noexcept = default;
+
+bool PackedBgemm::Matches(int m, int n, int k, int lda, int ldc, float beta) const {
+  const Impl& p = *impl_;
+  return p.m == m && p.n == n && p.k == k && p.lda == lda && p.ldc == ldc && p.beta == beta;
+}
+
+void PackedBgemm::Pack(int m, int n, int k, int lda, int ldc, float beta, const uint16_t* b,
+                       int ldb) {
+  using dnnl::memory;
+  Impl& p = *impl_;
+  OneThread([&] {
+    try {
+      if (!Matches(m, n, k, lda, ldc, beta)) {
+        const auto bf = memory::data_type::bf16;
+        memory::desc a_md({m, k}, bf, memory::dims{lda, 1});
+        memory::desc w_any({k, n}, bf, memory::format_tag::any);
+        memory::desc c_md({m, n}, memory::data_type::f32, memory::dims{ldc, 1});
+        dnnl::primitive_attr attr;
+        if (beta != 0.0f) {
+          dnnl::post_ops po;
+          po.append_sum(beta);
+          attr.set_post_ops(po);
+        }
+        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, w_any, c_md), attr, CpuEngine());
+        p.prim = dnnl::matmul(pd);
+        p.a = memory(a_md, CpuEngine(), DNNL_MEMORY_NONE);
+        p.c = memory(c_md, CpuEngine(), DNNL_MEMORY_NONE);
+        p.w = memory(pd.weights_desc(), CpuEngine());  // owns the packed copy
+        if (!p.stream) p.stream = std::make_unique<dnnl::stream>(CpuEngine());
+        p.m = m, p.n = n, p.k = k, p.lda = lda, p.ldc = ldc, p.beta = beta;
+      }
+      memory plain(memory::desc({k, n}, memory::data_type::bf16, memory::dims{ldb, 1}), CpuEngine(),
+                   const_cast<uint16_t*>(b));
+      dnnl::reorder(plain, p.w).execute(*p.stream, plain, p.w);
+      p.stream->wait();
+    } catch (const dnnl::error& e) {
+      p.m = -1;
+      DS_THROW(kInternal, "oneDNN packed bf16 matmul m={} n={} k={}: {}", m, n, k, e.what());
+    }
+  });
+}
+
+void PackedBgemm::Run(const uint16_t* a, float* c) const {
+  Impl& p = *impl_;
+  DS_CHECK(p.m >= 0);
+  OneThread([&] {
+    p.a.set_data_handle(const_cast<uint16_t*>(a));
+    p.c.set_data_handle(c);
+    p.prim.execute(*p.stream, {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.w}, {DNNL_ARG_DST, p.c}});
+    p.stream->wait();
+  });
+}
+
 std::string BgemmImplName(bool trans_a, bool trans_b, int m, int n, int k) {
   const int lda = trans_a ? m : k, ldb = trans_b ? k : n;
   std::string name;

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace ds::cpu {
@@ -97,6 +98,27 @@ void MixedGemmSplit(int threads, char split, bool trans_a, bool trans_b, int m, 
 void BgemmSplit(int threads, char split, bool trans_a, bool trans_b, int m, int n, int k,
                 float alpha, const uint16_t* a, int lda, const uint16_t* b, int ldb, float beta,
                 float* c, int ldc);
+
+// C[m, n] = A[m, k] (bf16, row stride lda) x B + beta C (fp32, ldc) with B
+// [k, n] packed ONCE (Pack) into the blocked layout oneDNN's matmul prefers
+// for this shape, then reused by every Run: for the recurrent GEMMs, whose
+// weights stay fixed over the T steps of a training step. One object per
+// thread (Run executes on the calling thread).
+class PackedBgemm {
+ public:
+  PackedBgemm();
+  ~PackedBgemm();
+  PackedBgemm(PackedBgemm&&) noexcept;
+  PackedBgemm& operator=(PackedBgemm&&) noexcept;
+  // Creates the primitive (when the shape changed) and packs b ([k, n], ldb).
+  void Pack(int m, int n, int k, int lda, int ldc, float beta, const uint16_t* b, int ldb);
+  bool Matches(int m, int n, int k, int lda, int ldc, float beta) const;
+  void Run(const uint16_t* a, float* c) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // The oneDNN implementation a bf16 call of this shape dispatches to (for
 // benchmarks and reports), e.g. "brg:avx512_core_bf16".

@@ -199,6 +199,8 @@ class TrainImpl final : public CpuTrainBackend {
       wdt16_.Resize(size_t(V) * H);
       dz16_.Resize(R * GH);
       if (gru_) dzh16_.Resize(R * GH);
+      pack_fwd_.resize(L);
+      pack_bwd_.resize(L);
     }
   }
 
@@ -362,6 +364,28 @@ class TrainImpl final : public CpuTrainBackend {
   std::vector<Buffer<uint16_t>> h16_;             // per layer [R, H] h_t
   Buffer<uint16_t> dz16_;                         // [R, GH] dz of the layer in backward
   Buffer<uint16_t> dzh16_;                        // [R, GH] dzh (gru only)
+  // bf16: each recurrence thread's slice of Wh (forward) and Wh^T (backward)
+  // per layer, packed by oneDNN once per weights version and reused by the T
+  // per-step GEMMs.
+  struct PackedSlice {
+    PackedBgemm gemm;
+    uint64_t version = ~uint64_t(0);
+    int col = -1;
+  };
+  std::vector<std::vector<PackedSlice>> pack_fwd_, pack_bwd_;  // [layer][thread]
+  uint64_t weights_version_ = 0;  // bumped by RefreshPermuted
+  // The packed slice of thread j (packing it first when stale).
+  PackedBgemm& Packed(std::vector<PackedSlice>& v, int j, int m, int n, int k, int lda, int ldc,
+                      float beta, const uint16_t* b, int ldb, int col) {
+    PackedSlice& ps = v[size_t(j)];
+    if (ps.version != weights_version_ || ps.col != col ||
+        !ps.gemm.Matches(m, n, k, lda, ldc, beta)) {
+      ps.gemm.Pack(m, n, k, lda, ldc, beta, b + col, ldb);
+      ps.version = weights_version_;
+      ps.col = col;
+    }
+    return ps.gemm;
+  }
   // Dense stage, per thread.
   std::vector<Buffer<float>> dense_logits_;  // per thread [rows_chunk, V]
   std::vector<Buffer<float>> dense_dw_;      // per thread [H, V] (thread 0: grads)
@@ -421,6 +445,7 @@ void TrainImpl::RefreshPermuted() {
     }
     ToBf16(params_.data() + off_dw_, hv, wd16_.data());
     ToBf16(wdt_.data(), hv, wdt16_.data());
+    ++weights_version_;
   }
   perm_dirty_ = false;
 }
@@ -501,18 +526,21 @@ void TrainImpl::RecurrenceForward(int l) {
   const float* zeros = zeros_.data();
   const uint16_t* whp16 = bf16_ ? whp16_[l].data() : nullptr;
   uint16_t* h16 = bf16_ ? h16_[l].data() : nullptr;  // [R, H]
+  if (bf16_) pack_fwd_[l].resize(std::max<size_t>(pack_fwd_[l].size(), ntr));
   SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
   {
     const int j = omp_get_thread_num(), nj = omp_get_num_threads();
     const int k0 = j * nb / nj, k1 = (j + 1) * nb / nj;
     const int c0 = k0 * 4 * ub, nc = (k1 - k0) * 4 * ub;
+    PackedBgemm* pg = whp16 && nc > 0 && T > 1
+                          ? &Packed(pack_fwd_[l], j, B, nc, H, H, H4, 1.0f, whp16, H4, c0)
+                          : nullptr;
     for (int t = 0; t < T; ++t) {
       float* z = gates + size_t(t) * B * H4;  // [B, 4H]
       if (t > 0 && nc > 0) {
         if (whp16) {
-          BgemmSerial(false, false, B, nc, H, 1.0f, h16 + size_t(t - 1) * B * H, H, whp16 + c0,
-                      H4, 1.0f, z + c0, H4);
+          pg->Run(h16 + size_t(t - 1) * B * H, z + c0);
         } else {
           SgemmSerial(false, false, B, nc, H, 1.0f, hbuf + size_t(t - 1) * B * H, H, whp + c0, H4,
                       1.0f, z + c0, H4);
@@ -548,6 +576,7 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
   const float* whpt = whpt_[l].data();
   const uint16_t* whpt16 = bf16_ ? whpt16_[l].data() : nullptr;
   uint16_t* dz16 = bf16_ ? dz16_.data() : nullptr;  // [R, 4H]
+  if (bf16_) pack_bwd_[l].resize(std::max<size_t>(pack_bwd_[l].size(), ntr));
   const uint8_t* mask = dropout_on_ ? mask_[l + 1].data() : nullptr;
   const float keep_scale = dropout_on_ ? 1.0f / (1.0f - spec_.dropout_rate) : 1.0f;
   float* dz = dz_[l].data();
@@ -562,6 +591,9 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
     const int j = omp_get_thread_num(), nj = omp_get_num_threads();
     const int k0 = j * nb / nj, k1 = (j + 1) * nb / nj;
     const int u0 = k0 * ub, nu = (k1 - k0) * ub;
+    PackedBgemm* pg = whpt16 && nu > 0 && T > 1
+                          ? &Packed(pack_bwd_[l], j, B, nu, H4, H4, H, 0.0f, whpt16, H, u0)
+                          : nullptr;
     for (int b = 0; b < B; ++b) {
       std::memset(dhrec + size_t(b) * H + u0, 0, nu * sizeof(float));
       std::memset(dcn + size_t(b) * H + u0, 0, nu * sizeof(float));
@@ -572,8 +604,7 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
       if (t < T - 1 && nu > 0) {
         // dhrec[:, u0:u0+nu] = dz_{t+1} [B, 4H] x whpt[:, u0:u0+nu]
         if (whpt16) {
-          BgemmSerial(false, false, B, nu, H4, 1.0f, dz16 + size_t(t + 1) * B * H4, H4,
-                      whpt16 + u0, H, 0.0f, dhrec + u0, H);
+          pg->Run(dz16 + size_t(t + 1) * B * H4, dhrec + u0);
         } else {
           SgemmSerial(false, false, B, nu, H4, 1.0f, dzt + size_t(B) * H4, H4, whpt + u0, H, 0.0f,
                       dhrec + u0, H);
@@ -642,18 +673,21 @@ void TrainImpl::GruForward(int l) {
   const float* zeros = zeros_.data();
   const uint16_t* whp16 = bf16_ ? whp16_[l].data() : nullptr;
   uint16_t* h16 = bf16_ ? h16_[l].data() : nullptr;  // [R, H]
+  if (bf16_) pack_fwd_[l].resize(std::max<size_t>(pack_fwd_[l].size(), ntr));
   SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
   {
     const int j = omp_get_thread_num(), nj = omp_get_num_threads();
     const int k0 = j * nb / nj, k1 = (j + 1) * nb / nj;
     const int c0 = k0 * 3 * ub, nc = (k1 - k0) * 3 * ub;
+    PackedBgemm* pg = whp16 && nc > 0 && T > 1
+                          ? &Packed(pack_fwd_[l], j, B, nc, H, H, H3, 0.0f, whp16, H3, c0)
+                          : nullptr;
     for (int t = 0; t < T; ++t) {
       float* a = gates + size_t(t) * B * H3;  // [B, 3H]
       if (t > 0 && nc > 0) {
         if (whp16) {
-          BgemmSerial(false, false, B, nc, H, 1.0f, h16 + size_t(t - 1) * B * H, H, whp16 + c0,
-                      H3, 0.0f, hz + c0, H3);
+          pg->Run(h16 + size_t(t - 1) * B * H, hz + c0);
         } else {
           SgemmSerial(false, false, B, nc, H, 1.0f, hbuf + size_t(t - 1) * B * H, H, whp + c0,
                       H3, 0.0f, hz + c0, H3);
@@ -696,6 +730,7 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
   const uint16_t* whpt16 = bf16_ ? whpt16_[l].data() : nullptr;
   uint16_t* dzx16 = bf16_ ? dz16_.data() : nullptr;   // [R, 3H] x side
   uint16_t* dzh16 = bf16_ ? dzh16_.data() : nullptr;  // [R, 3H] h side
+  if (bf16_) pack_bwd_[l].resize(std::max<size_t>(pack_bwd_[l].size(), ntr));
   const uint8_t* mask = dropout_on_ ? mask_[l + 1].data() : nullptr;
   const float keep_scale = dropout_on_ ? 1.0f / (1.0f - spec_.dropout_rate) : 1.0f;
   float* dzx = dz_[l].data();
@@ -712,6 +747,9 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
     const int j = omp_get_thread_num(), nj = omp_get_num_threads();
     const int k0 = j * nb / nj, k1 = (j + 1) * nb / nj;
     const int u0 = k0 * ub, nu = (k1 - k0) * ub;
+    PackedBgemm* pg = whpt16 && nu > 0 && T > 1
+                          ? &Packed(pack_bwd_[l], j, B, nu, H3, H3, H, 0.0f, whpt16, H, u0)
+                          : nullptr;
     for (int b = 0; b < B; ++b) {
       std::memset(dhrec + size_t(b) * H + u0, 0, nu * sizeof(float));
       std::memset(carry + size_t(b) * H + u0, 0, nu * sizeof(float));
@@ -726,8 +764,7 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
       if (t < T - 1 && nu > 0) {
         // dhrec[:, u0:u0+nu] = dzh_{t+1} [B, 3H] x whpt[:, u0:u0+nu]
         if (whpt16) {
-          BgemmSerial(false, false, B, nu, H3, 1.0f, dzh16 + size_t(t + 1) * B * H3, H3,
-                      whpt16 + u0, H, 0.0f, dhrec + u0, H);
+          pg->Run(dzh16 + size_t(t + 1) * B * H3, dhrec + u0);
         } else {
           SgemmSerial(false, false, B, nu, H3, 1.0f, dzht + size_t(B) * H3, H3, whpt + u0, H,
                       0.0f, dhrec + u0, H);
