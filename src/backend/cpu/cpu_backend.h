@@ -71,6 +71,14 @@
 // Determinism: for a given thread count, Step is bitwise reproducible
 // (static work partitions, reductions in a fixed order, oneDNN GEMMs).
 //
+// Precision (NewCpuTrainBackend's `precision`, docs/precision.md): kBf16 runs
+// every GEMM above with bf16 operands and fp32 accumulation (gemm.h
+// BgemmSerial / BgemmSplit / PackedBgemm); weights, gradients, optimizer
+// state, cells, softmax and the clip path's norms stay fp32. Rounded copies:
+// the weights once per optimizer step (RefreshPermuted; each recurrence
+// thread's Wh slice packed by oneDNN), the layer inputs in Forward, h_t and
+// dz_t by the cells that produce them.
+//
 // Optimizers (ApplyOptimizer; state = two [layout.total] slots m, v):
 //   rmsprop (Keras/TF2): v = rho v + (1 - rho) g^2;  p -= lr g / sqrt(v + eps)
 //   adam (Keras):        m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
