@@ -3,7 +3,12 @@
 // at the big square-ish shape is the "measured GEMM peak" that train_bench
 // compares against.
 //
-//   gemm_bench [--quick] [--cpu-time]
+//   gemm_bench [--quick] [--cpu-time] [--bf16]
+//
+// --bf16: one thread (pin it: taskset -c N), fp32 (Sgemm) against bf16
+// operands with fp32 accumulation (BgemmSerial on pre-rounded operands, the
+// oneDNN matmul primitive), alternating per shape; the bf16 figure at the
+// 2048^3 shape is the "measured bf16 peak" (docs/precision.md).
 #include <omp.h>
 #include <time.h>
 
@@ -94,13 +99,41 @@ double MeasureSplit(const Shape& s, int threads, double min_s) {
   return 2.0 * s.m * s.n * s.k * iters / t * 1e-9;
 }
 
+// One thread, bf16 operands (rounded once, outside the timing).
+double MeasureBf16(const Shape& s, double min_s) {
+  std::vector<float> a(size_t(s.m) * s.k), b(size_t(s.k) * s.n), c(size_t(s.m) * s.n);
+  ds::Philox rng(1, 2);
+  for (auto& x : a) x = rng.Uniform() - 0.5f;
+  for (auto& x : b) x = rng.Uniform() - 0.5f;
+  std::vector<uint16_t> a16(a.size()), b16(b.size());
+  ds::cpu::ToBf16(a.data(), a.size(), a16.data());
+  ds::cpu::ToBf16(b.data(), b.size(), b16.data());
+  const int lda = s.ta ? s.m : s.k, ldb = s.tb ? s.k : s.n;
+  auto run = [&] {
+    ds::cpu::BgemmSerial(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a16.data(), lda, b16.data(), ldb, 0.0f,
+                         c.data(), s.n);
+  };
+  run();
+  run();
+  g_threads = 1;
+  int iters = 0;
+  double t0 = Seconds(), t;
+  do {
+    run();
+    ++iters;
+    t = Seconds() - t0;
+  } while (t < min_s);
+  return 2.0 * s.m * s.n * s.k * iters / t * 1e-9;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
+  bool quick = false, bf16 = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     if (std::strcmp(argv[i], "--cpu-time") == 0) g_cpu_time = true;
+    if (std::strcmp(argv[i], "--bf16") == 0) bf16 = true;
   }
   double min_s = quick ? 0.1 : 0.4;
   const Shape shapes[] = {
@@ -127,6 +160,26 @@ int main(int argc, char** argv) {
       {"infer step n=8", false, false, 8, 1024, 512},
       {"infer step n=1", false, false, 1, 1024, 512},
   };
+  if (bf16) {
+    std::printf("GFLOP/s on one thread: fp32 (oneDNN sgemm) vs bf16 operands, fp32 accumulation\n");
+    std::printf("%-22s %6s %6s %6s       %8s %8s %6s  %s\n", "shape", "M", "N", "K", "fp32",
+                "bf16", "ratio", "bf16 impl");
+    double peak32 = 0, peak16 = 0;
+    for (const auto& s : shapes) {
+      const double g32 = Measure(s, 1, min_s), g16 = MeasureBf16(s, min_s);
+      std::printf("%-22s %6d %6d %6d%s%s %8.1f %8.1f %6.2f  %s\n", s.what, s.m, s.n, s.k,
+                  s.ta ? " tA" : "   ", s.tb ? " tB" : "   ", g32, g16, g16 / g32,
+                  ds::cpu::BgemmImplName(s.ta, s.tb, s.m, s.n, s.k).c_str());
+      std::fflush(stdout);
+      if (&s == &shapes[0]) {
+        peak32 = g32;
+        peak16 = g16;
+      }
+    }
+    std::printf("measured peak (2048^3, one thread): fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s\n",
+                peak32, peak16);
+    return 0;
+  }
   std::vector<ds::cpu::GemmImpl> impls = {ds::cpu::GemmImpl::kOneDnn};
   if (ds::cpu::HaveOpenBlas()) impls.push_back(ds::cpu::GemmImpl::kOpenBlas);
   std::printf("GFLOP/s; 2 thr = the library's threading, split-n / split-m = SgemmSplit\n");

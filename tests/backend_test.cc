@@ -653,6 +653,51 @@ TEST_P(CudaVsCpuTest, DefaultNetworkStep) {
   ExpectClose(gb, ga, 1e-6, 1e-2, "grads");
 }
 
+// --precision bf16 on CUDA (cublasGemmEx, bf16 operands, fp32 accumulation)
+// against the CPU's fp32 oracle: within bf16's tolerances of
+// tests/precision_test.cc (gradient tensors 2% relative RMS, loss 1e-4), and
+// the backend says it runs bf16. Inference logits likewise (1.5%).
+TEST_P(CudaVsCpuTest, Bf16StepAndInferWithinBf16Tolerance) {
+  DS_REQUIRE_GPU();
+  NetworkSpec spec = Spec(37, 16, 32, 2, 0.0f);
+  const Batch batch = RandomBatch(6, 12, 37, 23, true);
+  BackendOptions o;
+  o.precision = Precision::kBf16;
+  auto cpu = MakeTrain("cpu", spec, batch.batch, batch.steps);
+  auto gpu = MakeTrainBackend(DeviceKind::kCuda, spec, batch.batch, batch.steps, o).ValueOrThrow();
+  EXPECT_EQ(gpu->precision(), Precision::kBf16);
+  std::vector<float> p = RandomParams(spec, 24);
+  cpu->SetParams(p.data());
+  gpu->SetParams(p.data());
+  const StepStats a = cpu->Step(batch, true, 5), b = gpu->Step(batch, true, 5);
+  EXPECT_NEAR(b.loss_sum / b.count, a.loss_sum / a.count, 1e-4 * a.loss_sum / a.count);
+  std::vector<float> ga(p.size()), gb(p.size());
+  cpu->GetGrads(ga.data());
+  gpu->GetGrads(gb.data());
+  for (const auto& t : cpu->layout().tensors) {
+    double d = 0, r = 0;
+    for (size_t i = t.offset; i < t.offset + t.size(); ++i) {
+      d += double(gb[i] - ga[i]) * (gb[i] - ga[i]);
+      r += double(ga[i]) * ga[i];
+    }
+    EXPECT_LT(std::sqrt(d / std::max(r, 1e-30)), 2e-2) << t.name;
+  }
+  AlignedParams ap = Aligned(p);
+  auto ci = MakeInfer("cpu", spec, ap.get(), 4);
+  auto gi = MakeInferBackend(DeviceKind::kCuda, spec, ap.get(), 4, o).ValueOrThrow();
+  int ids[4] = {0, 1, 2, 3};
+  int32_t tok[4] = {1, 5, 9, 30};
+  std::vector<float> la(4 * 37), lb(4 * 37);
+  ci->Step(ids, tok, 4, la.data());
+  gi->Step(ids, tok, 4, lb.data());
+  double d = 0, r = 0;
+  for (size_t i = 0; i < la.size(); ++i) {
+    d += double(lb[i] - la[i]) * (lb[i] - la[i]);
+    r += double(la[i]) * la[i];
+  }
+  EXPECT_LT(std::sqrt(d / r), 1.5e-2);
+}
+
 INSTANTIATE_TEST_SUITE_P(Architectures, CudaVsCpuTest, ::testing::ValuesIn(kAllArchitectures),
                          [](const auto& info) {
                            return std::string(ArchitectureName(info.param));

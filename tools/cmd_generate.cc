@@ -10,7 +10,7 @@ namespace {
 
 struct GenArgs {
   std::string model_dir, output, format, start_string, start_strings, constrain = "auto";
-  std::string device = "auto", gpu_memory = "grow", gpu_memory_limit;
+  std::string device = "auto", gpu_memory = "grow", gpu_memory_limit, precision = "auto";
   double parallelism = 0;
   ConfigFlags gen;  // --num-lines, --gen-temp, ..., --seed: ranges from the config key table
   SeedFlags seeds;
@@ -128,6 +128,7 @@ int RunGenerate(const GenArgs& a, bool device_given) {
   c.device = a.device;
   c.gpu_memory = a.gpu_memory;
   c.gpu_memory_limit = a.gpu_memory_limit;
+  c.precision = a.precision;
   c.run.cancel = InstallInterruptFlag();
 
   ProgressLine line(5.0);
@@ -210,6 +211,11 @@ void AddGenerateCommand(CLI::App& app) {
   CLI::Option* device = cmd->add_option("--device", a.device,
                   "auto | cpu | cuda: where the workers run the network (auto: CUDA when a usable "
                   "GPU is present) [default: auto]")
+      ->group("Device");
+  cmd->add_option("--precision", a.precision,
+                  "fp32 | bf16 | auto: GEMM precision (auto: the model's training precision; "
+                  "bf16 runs fp32 on a CPU without AVX512_BF16 or AMX) [default: auto]")
+      ->check(CLI::IsMember({"fp32", "bf16", "auto"}))
       ->group("Device");
   cmd->add_option("--gpu-memory", a.gpu_memory,
                   "grow (take GPU memory on demand) | preallocate (reserve each worker's limit "

@@ -94,10 +94,10 @@ int RunTrain(TrainArgs& a) {
                                            s.meta.epsilon, s.meta.delta)
                              : "";
   std::fprintf(stderr,
-               "trained %d epochs in %s (%s), %.0f tokens/s; kept epoch %d: loss %.4f%s (untrained "
+               "trained %d epochs in %s (%s), %.0f tokens/s (%s); kept epoch %d: loss %.4f%s (untrained "
                "%.4f)%s\nmodel written to %s\n",
                s.meta.epochs_run, FormatDuration(s.seconds).c_str(), s.meta.stop_reason.c_str(),
-               s.tokens_per_s, s.meta.best_epoch, best.loss, val.c_str(), s.untrained_val_loss,
+               s.tokens_per_s, s.meta.precision.c_str(), s.meta.best_epoch, best.loss, val.c_str(), s.untrained_val_loss,
                dp.c_str(), a.model_dir.c_str());
   if (s.device_memory) {
     const AllocatorStats& m = *s.device_memory;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/device_allocator.h"
+#include "backend/precision.h"
 #include "model/network.h"
 #include "util/status.h"
 
@@ -64,6 +65,8 @@ class TrainBackend {
   virtual std::string name() const = 0;  // "cpu", "cuda"
   virtual const NetworkSpec& spec() const = 0;
   virtual const ParamLayout& layout() const = 0;
+  // The GEMM precision this backend runs (backend/precision.h).
+  virtual Precision precision() const { return Precision::kFp32; }
 
   virtual void SetParams(const float* host /*[layout.total]*/) = 0;
   virtual void GetParams(float* host /*[layout.total]*/) const = 0;
@@ -96,12 +99,23 @@ class InferBackend {
   virtual ~InferBackend() = default;
   virtual const NetworkSpec& spec() const = 0;
   virtual int slots() const = 0;
+  virtual Precision precision() const { return Precision::kFp32; }
   // Zeroes the recurrent state (every layer's h, and c for the LSTM) of one slot.
   virtual void ResetSlot(int slot) = 0;
   // Advances the `n` slots listed in `slot_ids` by one token each and writes
   // their logits: tokens [n], logits [n, V] (host). Slots not listed keep
   // their state.
   virtual void Step(const int* slot_ids, const int32_t* tokens, int n, float* logits) = 0;
+  // As Step, but the caller reads row i's logits only at ids [lo[i], hi[i])
+  // (0 <= lo <= hi <= V; lo == hi: none, e.g. a forced prefix token or an
+  // idle row), so a backend may compute just those; the rest of the row is
+  // unspecified. A row's values do not depend on the other rows' ranges.
+  virtual void StepRange(const int* slot_ids, const int32_t* tokens, int n, const int32_t* lo,
+                         const int32_t* hi, float* logits) {
+    (void)lo;
+    (void)hi;
+    Step(slot_ids, tokens, n, logits);
+  }
   // As TrainBackend::memory_stats.
   virtual std::optional<AllocatorStats> memory_stats() const { return std::nullopt; }
 };
@@ -110,10 +124,13 @@ enum class DeviceKind { kCpu, kCuda };
 
 // The CPU backend's factories (every architecture). Callers outside backend/
 // construct through backend/registry.h instead.
+// `precision` kBf16 needs a CPU with bf16 (ResolveCpuPrecision decides).
 Result<std::unique_ptr<TrainBackend>> MakeCpuTrainBackend(const NetworkSpec& spec, int max_batch,
-                                                          int max_steps);
+                                                          int max_steps,
+                                                          Precision precision = Precision::kFp32);
 // `params` must outlive the backend ([layout.total] floats, 64-byte aligned).
 Result<std::unique_ptr<InferBackend>> MakeCpuInferBackend(const NetworkSpec& spec,
-                                                          const float* params, int slots);
+                                                          const float* params, int slots,
+                                                          Precision precision = Precision::kFp32);
 
 }  // namespace ds

@@ -10,11 +10,11 @@ namespace {
 
 BackendEntry Cpu(Architecture a) {
   return {a, DeviceKind::kCpu,
-          [](const NetworkSpec& spec, int max_batch, int max_steps, const BackendOptions&) {
-            return MakeCpuTrainBackend(spec, max_batch, max_steps);
+          [](const NetworkSpec& spec, int max_batch, int max_steps, const BackendOptions& o) {
+            return MakeCpuTrainBackend(spec, max_batch, max_steps, o.precision);
           },
-          [](const NetworkSpec& spec, const float* params, int slots, const BackendOptions&) {
-            return MakeCpuInferBackend(spec, params, slots);
+          [](const NetworkSpec& spec, const float* params, int slots, const BackendOptions& o) {
+            return MakeCpuInferBackend(spec, params, slots, o.precision);
           }};
 }
 
@@ -24,6 +24,7 @@ CudaOptions ToCuda(const BackendOptions& o) {
   c.device = o.device;
   c.memory = o.memory;
   c.allow_tf32 = o.allow_tf32;
+  c.precision = o.precision;
   return c;
 }
 
@@ -87,6 +88,13 @@ Result<std::unique_ptr<InferBackend>> MakeInferBackend(DeviceKind device, const 
                                                        const BackendOptions& options) {
   DS_RETURN_IF_ERROR(BackendAvailable(spec.architecture, device));
   return FindBackend(spec.architecture, device)->infer(spec, params, slots, options);
+}
+
+Result<Precision> ResolvePrecision(std::string_view request, DeviceKind device, std::string* info) {
+  if (info) info->clear();
+  DS_ASSIGN_OR_RETURN(PrecisionRequest req, ParsePrecisionRequest(request));
+  if (device == DeviceKind::kCpu) return ResolveCpuPrecision(req, info);
+  return req == PrecisionRequest::kFp32 ? Precision::kFp32 : Precision::kBf16;
 }
 
 }  // namespace ds

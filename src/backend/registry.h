@@ -26,6 +26,9 @@ struct BackendOptions {
   int device = 0;           // device index (CUDA)
   AllocatorConfig memory;   // the process allocator's configuration (CUDA)
   bool allow_tf32 = false;  // TF32 tensor-core GEMMs (CUDA)
+  // GEMM precision, already resolved for the device (ResolveCpuPrecision, or
+  // the CUDA backend's own check); backends run exactly this.
+  Precision precision = Precision::kFp32;
 };
 
 using TrainFactory = std::function<Result<std::unique_ptr<TrainBackend>>(
@@ -59,5 +62,12 @@ Result<std::unique_ptr<TrainBackend>> MakeTrainBackend(DeviceKind device, const 
 Result<std::unique_ptr<InferBackend>> MakeInferBackend(DeviceKind device, const NetworkSpec& spec,
                                                        const float* params, int slots,
                                                        const BackendOptions& options = {});
+
+// The precision `request` (config key `precision`: "auto", "fp32", "bf16")
+// runs at on `device` (backend/precision.h): on the CPU per
+// ResolveCpuPrecision (*info: one line when bf16 is not available and fp32
+// runs instead), on CUDA as requested with auto = bf16 (the backend checks
+// the GPU). kInvalidArgument for another value.
+Result<Precision> ResolvePrecision(std::string_view request, DeviceKind device, std::string* info);
 
 }  // namespace ds

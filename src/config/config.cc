@@ -108,6 +108,10 @@ std::vector<Config::Key> MakeKeys() {
   DS_KEY(save_best_model, T::kBool, G::kTraining, "keep the best epoch's weights (else the last)");
   Ints(DS_KEY(num_layers, T::kInt, G::kTraining, "LSTM layers"), 1, 16);
   Choices(DS_KEY(architecture, T::kString, G::kTraining, "recurrent cell"), {"lstm", "gru"});
+  Choices(DS_KEY(precision, T::kString, G::kTraining,
+                 "GEMM precision (bf16: bf16 operands, fp32 accumulation and weights; auto: bf16 "
+                 "where the CPU has AVX512_BF16 or AMX / on CUDA)"),
+          {"fp32", "bf16", "auto"});
   Choices(DS_KEY(optimizer, T::kString, G::kTraining, "optimizer"), {"rmsprop", "adam"});
   Ints(DS_KEY(seed, T::kInt64, G::kTraining,
               "random seed (0 = pick one; recorded in model_params.json)"), 0, kInt64Max);

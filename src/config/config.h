@@ -42,6 +42,7 @@ struct Config {
   // datasynth additions
   int num_layers = 2;                     // LSTM layers
   std::string architecture = "lstm";      // lstm | gru (model/network.h)
+  std::string precision = "fp32";         // fp32 | bf16 | auto (backend/precision.h)
   std::string optimizer = "rmsprop";      // rmsprop | adam
   int64_t seed = 0;                       // 0 = random seed (recorded in model_params.json)
   int threads = 0;                        // 0 = all cores

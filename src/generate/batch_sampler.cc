@@ -35,6 +35,8 @@ BatchSampler::BatchSampler(const Tokenizer& tok, InferBackend& backend,
   for (int i = 0; i < V_; ++i) never_[i] = tok.kind(i) == TokenKind::kUnused;
   ids_.resize(n);
   tokens_.resize(n);
+  lo_.resize(n);
+  hi_.resize(n);
   logits_.resize(size_t(n) * V_);
   scratch_.resize(V_);
 }
@@ -81,16 +83,23 @@ void BatchSampler::Step(std::vector<GeneratedRecord>* done) {
     if (slots_[s].busy) {
       ids_[n] = s;
       tokens_[n] = slots_[s].input;
+      // Logits needed: none for a forced prefix token, else the filter's range.
+      lo_[n] = 0;
+      hi_[n] = Forced(slots_[s]) ? 0 : V_;
+      if (hi_[n] > 0 && filter_ && filter_->Range(s, &lo_[n], &hi_[n])) {
+        DS_CHECK(0 <= lo_[n] && lo_[n] <= hi_[n] && hi_[n] <= V_);
+      }
       ++n;
       ++busy;
     } else if (opt_.full_batch) {
       ids_[n] = s;
       tokens_[n] = tok_.end_id();
+      lo_[n] = hi_[n] = 0;
       ++n;
     }
   }
   if (busy == 0) return;
-  backend_.Step(ids_.data(), tokens_.data(), n, logits_.data());
+  backend_.StepRange(ids_.data(), tokens_.data(), n, lo_.data(), hi_.data(), logits_.data());
   ++steps_;
   rows_stepped_ += busy;
   idle_rows_ += n - busy;
@@ -101,15 +110,18 @@ void BatchSampler::Step(std::vector<GeneratedRecord>* done) {
     if (!sl.busy) continue;                // padding row
     float* lg = &logits_[size_t(r) * V_];  // [V]
     int32_t tok;
-    const std::vector<int32_t>* pre =
-        sl.task.prefix >= 0 ? &prefixes_[size_t(sl.task.prefix)] : nullptr;
-    if (pre && sl.feed < pre->size()) {
-      tok = (*pre)[sl.feed++];
+    if (const int32_t* forced = Forced(sl)) {
+      tok = *forced;
+      ++sl.feed;
     } else {
-      for (int v = 0; v < V_; ++v)
+      // Only [lo, hi) was computed; outside it the filter's mask is -inf, so
+      // sampling the range picks the token sampling the whole row would.
+      const int lo = lo_[r], hi = hi_[r];
+      for (int v = lo; v < hi; ++v)
         if (never_[v]) lg[v] = -INFINITY;
       if (filter_) filter_->Mask(s, lg);
-      tok = SampleToken(lg, V_, opt_.temperature, sl.rng, scratch_.data());
+      tok = SampleToken(lg + lo, hi - lo, opt_.temperature, sl.rng, scratch_.data());
+      if (tok >= 0) tok += lo;
       if (tok < 0) {
         Finish(s, false, "no token allowed at this point (every token masked)", done);
         continue;

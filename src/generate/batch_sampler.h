@@ -105,6 +105,12 @@ class BatchSampler {
   };
   void Start(int s, const GenTask& task);
   void Finish(int s, bool valid, std::string explain, std::vector<GeneratedRecord>* done);
+  // The prefix token slot s is fed next, or null when it samples.
+  const int32_t* Forced(const Slot& sl) const {
+    if (sl.task.prefix < 0) return nullptr;
+    const auto& pre = prefixes_[size_t(sl.task.prefix)];
+    return sl.feed < pre.size() ? &pre[sl.feed] : nullptr;
+  }
 
   const Tokenizer& tok_;
   InferBackend& backend_;
@@ -118,6 +124,7 @@ class BatchSampler {
   std::vector<uint8_t> never_;   // [V] 1 = kUnused (never sampled)
   std::vector<int> ids_;         // [slots] slot ids of this step's batch
   std::vector<int32_t> tokens_;  // [slots] inputs of this step's batch
+  std::vector<int32_t> lo_, hi_;  // [slots] logit ids each row samples from (StepRange)
   std::vector<float> logits_;    // [slots, V]
   std::vector<float> scratch_;   // [V]
   int64_t tokens_sampled_ = 0, steps_ = 0, rows_stepped_ = 0, idle_rows_ = 0;

@@ -15,6 +15,13 @@ class FieldFilter final : public TokenFilter {
     tok_.Advance(&cur_[size_t(slot)], token, nullptr);
   }
   void Mask(int slot, float* logits) override { tok_.Mask(cur_[size_t(slot)], logits); }
+  bool Range(int slot, int32_t* lo, int32_t* hi) override {
+    int a, b;
+    tok_.AllowedRange(cur_[size_t(slot)], &a, &b);
+    *lo = a;
+    *hi = b;
+    return true;
+  }
 
  private:
   const FieldTokenizer& tok_;

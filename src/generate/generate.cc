@@ -56,6 +56,7 @@ Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks
   DS_RETURN_IF_ERROR(BackendAvailable(m->meta.spec.architecture, device.kind));
   BackendOptions o;
   o.memory = device.memory;
+  o.precision = device.precision;
   const DeviceKind kind = device.kind;
   g.make_backend = [m, o, kind](int slots) {
     return MakeInferBackend(kind, m->meta.spec, m->params, slots, o);
@@ -140,6 +141,10 @@ Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& ev
   DS_ASSIGN_OR_RETURN(InferDevice device,
                       ResolveInferDevice(cmd.device, cmd.gpu_memory, cmd.gpu_memory_limit, workers,
                                          &device_warning));
+  if (!device_warning.empty() && events.warning) events.warning(device_warning);
+  DS_ASSIGN_OR_RETURN(device.precision,
+                      ResolvePrecision(cmd.precision == "auto" ? model->meta.precision : cmd.precision,
+                                       device.kind, &device_warning));
   if (!device_warning.empty() && events.warning) events.warning(device_warning);
   DS_ASSIGN_OR_RETURN(GenerationModel gm,
                       MakeGenerationModel(*model, cmd.checks, cmd.constrain, device));

@@ -34,6 +34,7 @@ namespace ds {
 struct InferDevice {
   DeviceKind kind = DeviceKind::kCpu;
   AllocatorConfig memory;
+  Precision precision = Precision::kFp32;  // resolved for `kind` (backend/registry.h)
 };
 
 // A GenerationModel over a loaded model: its tokenizer, header and delimiter,
@@ -93,6 +94,9 @@ struct GenerateCommand {
   std::string device = "auto";        // auto | cpu | cuda (ResolveInferDevice)
   std::string gpu_memory = "grow";    // grow | preallocate
   std::string gpu_memory_limit;       // per worker process; "" = equal share of free memory
+  // fp32 | bf16 | auto (auto: the precision the model was trained at, fp32 for
+  // models without one; bf16 falls back to fp32 on a CPU without it).
+  std::string precision = "auto";
 };
 
 Status GenerateFromModelDir(const GenerateCommand& command, const GenerateEvents& events,

@@ -37,6 +37,12 @@ class TokenFilter {
   // The sampling temperature the masked logits will be divided by (filters
   // that move probability between tokens need it to do so exactly).
   virtual void SetTemperature(double temperature) {}
+  // Optional: [lo, hi) such that Mask(slot, .) sets every logit outside it to
+  // -INFINITY (at the slot's current position); false = no such range known.
+  // The sampler then asks the backend for those logits only
+  // (InferBackend::StepRange) and samples within the range; the result is the
+  // same token as sampling the whole masked row.
+  virtual bool Range(int slot, int32_t* lo, int32_t* hi) { return false; }
 };
 
 }  // namespace ds

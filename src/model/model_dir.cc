@@ -46,6 +46,7 @@ Json ModelMeta::ToJson() const {
   j["train_seconds"] = train_seconds;
   j["stop_reason"] = stop_reason;
   j["device"] = device;
+  j["precision"] = precision;
   j["dp"] = dp;
   if (dp) {
     j["epsilon"] = epsilon;
@@ -152,6 +153,9 @@ Result<ModelMeta> ModelMeta::FromJson(const Json& j, const std::string& src) {
     m.train_seconds = j.value("train_seconds", 0.0);
     m.stop_reason = j.value("stop_reason", "");
     m.device = j.value("device", "cpu");
+    m.precision = j.value("precision", "fp32");
+    if (m.precision != "fp32" && m.precision != "bf16")
+      return BadKey(src, "precision", fmt::format("'{}' is not fp32 or bf16", m.precision));
     m.dp = j.value("dp", false);
     if (m.dp) {
       m.epsilon = j.at("epsilon").get<double>();

@@ -63,6 +63,7 @@ struct ModelMeta {
   double train_seconds = 0;
   std::string stop_reason;          // "epochs", "early_stopping", "time_limit", "step_limit", "privacy_budget"
   std::string device = "cpu";
+  std::string precision = "fp32";  // the precision training ran (absent in older models: fp32)
   // Privacy (dp only)
   bool dp = false;
   double epsilon = 0, delta = 0;

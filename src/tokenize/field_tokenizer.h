@@ -148,6 +148,16 @@ class FieldTokenizer final : public Tokenizer {
   void Advance(Cursor* c, int32_t id, std::vector<std::string>* fields) const;
   // Sets every logit that is illegal at `c` to -inf.
   void Mask(const Cursor& c, float* logits) const;
+  // [lo, hi): the ids outside it are all illegal at `c` (Mask sets them to
+  // -inf); the whole vocabulary when nothing is masked (c.broken).
+  void AllowedRange(const Cursor& c, int* lo, int* hi) const {
+    if (c.broken) {
+      *lo = 0;
+      *hi = vocab_;
+    } else {
+      PartRange(c, lo, hi);
+    }
+  }
   // Longest record in tokens (<n> included).
   int max_record_tokens() const;
   // One line per column: "name: integer (D=0, 12 bins, 2 digits) ids 5..34".

@@ -398,11 +398,12 @@ class TrainRun {
     DS_RETURN_IF_ERROR(StartDataParallel());
     obs_.OnInfo(fmt::format(
         "network: vocab {}, embedding {}, {} x {} {}, {:.2f}M parameters; {} tokens, {} "
-        "steps per epoch{}; {} threads",
+        "steps per epoch{}; {} threads, precision {}",
         spec_.vocab_size, spec_.embedding_dim, spec_.num_layers,
         ArchitectureLabel(spec_.architecture), spec_.rnn_units,
         double(layout_.total) / 1e6, cfg_.dp ? recs_.tokens() : data_.tokens(), StepsPerEpoch(),
-        cfg_.dp ? "" : fmt::format(" and {} validation batches", data_.val_batches()), threads_));
+        cfg_.dp ? "" : fmt::format(" and {} validation batches", data_.val_batches()), threads_,
+        PrecisionName(backend_->precision())));
 
     ChooseMetric();
     summary_.untrained_val_loss = UntrainedLoss();
@@ -504,6 +505,9 @@ class TrainRun {
     std::string warning;
     DS_ASSIGN_OR_RETURN(DeviceKind kind, ResolveDevice(req, &warning));
     if (!warning.empty()) obs_.OnInfo("warning: " + warning);
+    BackendOptions o;
+    DS_ASSIGN_OR_RETURN(o.precision, ResolvePrecision(cfg_.precision, kind, &warning));
+    if (!warning.empty()) obs_.OnInfo(warning);
     if (kind == DeviceKind::kCpu) {
       // Shapes that cannot fit: a clear error now, not bad_alloc or the OOM
       // killer later (backend/memory_estimate.h).
@@ -522,9 +526,8 @@ class TrainRun {
                       ArchitectureLabel(spec_.architecture), spec_.rnn_units,
                       max_batch, max_steps),
           "reduce batch_size, seq_length, rnn_units, embedding_dim or vocab_size"));
-      return MakeTrainBackend(kind, spec_, max_batch, max_steps);
+      return MakeTrainBackend(kind, spec_, max_batch, max_steps, o);
     }
-    BackendOptions o;
     o.memory.preallocate = cfg_.gpu_memory == "preallocate";
     if (!cfg_.gpu_memory_limit.empty()) {
       DS_ASSIGN_OR_RETURN(DeviceMemory mem, CudaMemory(o.device));
@@ -998,6 +1001,7 @@ class TrainRun {
     meta.train_seconds = compute_seconds_ + prior_seconds_;
     meta.stop_reason = done_ ? stop_reason_ : "interrupted";
     meta.device = backend_->name();
+    meta.precision = PrecisionName(backend_->precision());
     meta.weights_file = weights_file_;
     meta.weights_crc = weights_crc_;
     if (cfg_.dp) {

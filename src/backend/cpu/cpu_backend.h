@@ -71,6 +71,14 @@
 // Determinism: for a given thread count, Step is bitwise reproducible
 // (static work partitions, reductions in a fixed order, oneDNN GEMMs).
 //
+// Precision (NewCpuTrainBackend's `precision`, docs/precision.md): kBf16 runs
+// every GEMM above with bf16 operands and fp32 accumulation (gemm.h
+// BgemmSerial / BgemmSplit / PackedBgemm); weights, gradients, optimizer
+// state, cells, softmax and the clip path's norms stay fp32. Rounded copies:
+// the weights once per optimizer step (RefreshPermuted; each recurrence
+// thread's Wh slice packed by oneDNN), the layer inputs in Forward, h_t and
+// dz_t by the cells that produce them.
+//
 // Optimizers (ApplyOptimizer; state = two [layout.total] slots m, v):
 //   rmsprop (Keras/TF2): v = rho v + (1 - rho) g^2;  p -= lr g / sqrt(v + eps)
 //   adam (Keras):        m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
@@ -96,7 +104,8 @@ class CpuTrainBackend : public TrainBackend {
 // Throws ds::Error (kInvalidArgument) on a bad spec; MakeCpuTrainBackend is
 // the Status-returning form.
 std::unique_ptr<CpuTrainBackend> NewCpuTrainBackend(const NetworkSpec& spec, int max_batch,
-                                                    int max_steps);
+                                                    int max_steps,
+                                                    Precision precision = Precision::kFp32);
 
 // Inference: per slot and layer h, c [H] (the GRU: h only, and two GEMMs per
 // layer, x Wx and h Wh). Step gathers the n listed slots'
@@ -111,7 +120,21 @@ class CpuInferBackend : public InferBackend {
   virtual void SetThreads(int threads) = 0;
 };
 
+// Inference fast path (fast = true, the default; fp32 whatever the
+// precision): layer 0's x side comes from a table [V, G H] = E Wx_0 + b built
+// at construction (one row gather per token instead of the x part of the
+// GEMM), and StepRange computes a row's logits only over its id range, as
+// dot products with a transposed copy of Wd (rows with the full range use the
+// GEMM). Each table is built only when it fits in 64 MiB. fast = false runs
+// the plain path (every GEMM, every logit), the reference for tests; the two
+// agree to fp32 rounding (the sums are ordered differently), not bit for bit.
+struct InferOptions {
+  Precision precision = Precision::kFp32;
+  bool fast = true;
+};
+
 std::unique_ptr<CpuInferBackend> NewCpuInferBackend(const NetworkSpec& spec, const float* params,
-                                                    int slots, int threads = 0);
+                                                    int slots, int threads = 0,
+                                                    const InferOptions& options = {});
 
 }  // namespace ds::cpu

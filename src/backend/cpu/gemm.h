@@ -15,6 +15,9 @@
 // on the calling thread only. SgemmThreads() runs one call with an explicit count.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string>
 
 namespace ds::cpu {
@@ -50,5 +53,75 @@ void SgemmThreads(int threads, bool trans_a, bool trans_b, int m, int n, int k, 
 void SgemmSplit(int threads, char split, bool trans_a, bool trans_b, int m, int n, int k,
                 float alpha, const float* a, int lda, const float* b, int ldb, float beta, float* c,
                 int ldc);
+
+// ---- bf16 operands, fp32 accumulation (precision bf16, docs/precision.md) ----
+//
+// bf16 values are their 16-bit patterns (the high half of the fp32 bits).
+// BgemmSerial computes C = alpha op(A) op(B) + beta C from bf16 A and B (as
+// stored, strides as for Sgemm) into fp32 C on the calling thread, with a
+// oneDNN matmul primitive (fp32 accumulation) created once per shape, strides,
+// alpha and beta and cached per thread; the result of a call depends only on
+// those and the operands, never on other calls or the thread count.
+//
+// Rounds n floats to bf16, to nearest even (NaN stays NaN); AVX512_BF16's
+// vcvtneps2bf16 where the CPU has it, the same rounding in scalar code otherwise.
+void ToBf16(const float* src, size_t n, uint16_t* dst);
+inline uint16_t ToBf16(float x) {
+  uint32_t u;
+  __builtin_memcpy(&u, &x, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);  // quiet NaN
+  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+inline float FromBf16(uint16_t h) {
+  const uint32_t u = uint32_t(h) << 16;
+  float x;
+  __builtin_memcpy(&x, &u, 4);
+  return x;
+}
+
+void BgemmSerial(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const uint16_t* a,
+                 int lda, const uint16_t* b, int ldb, float beta, float* c, int ldc);
+
+// The same from fp32 A and B: both are rounded to bf16 in per-thread scratch
+// first, except B when `b16` (B already rounded, same layout and ldb) is given.
+void MixedGemmSerial(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                     int lda, const float* b, const uint16_t* b16, int ldb, float beta, float* c,
+                     int ldc);
+
+// SgemmSplit's partition (column or row blocks of C, one serial call per
+// thread, no reduction) over MixedGemmSerial.
+void MixedGemmSplit(int threads, char split, bool trans_a, bool trans_b, int m, int n, int k,
+                    float alpha, const float* a, int lda, const float* b, const uint16_t* b16,
+                    int ldb, float beta, float* c, int ldc);
+
+// SgemmSplit's partition over BgemmSerial (operands already bf16).
+void BgemmSplit(int threads, char split, bool trans_a, bool trans_b, int m, int n, int k,
+                float alpha, const uint16_t* a, int lda, const uint16_t* b, int ldb, float beta,
+                float* c, int ldc);
+
+// C[m, n] = A[m, k] (bf16, row stride lda) x B + beta C (fp32, ldc) with B
+// [k, n] packed ONCE (Pack) into the blocked layout oneDNN's matmul prefers
+// for this shape, then reused by every Run: for the recurrent GEMMs, whose
+// weights stay fixed over the T steps of a training step. One object per
+// thread (Run executes on the calling thread).
+class PackedBgemm {
+ public:
+  PackedBgemm();
+  ~PackedBgemm();
+  PackedBgemm(PackedBgemm&&) noexcept;
+  PackedBgemm& operator=(PackedBgemm&&) noexcept;
+  // Creates the primitive (when the shape changed) and packs b ([k, n], ldb).
+  void Pack(int m, int n, int k, int lda, int ldc, float beta, const uint16_t* b, int ldb);
+  bool Matches(int m, int n, int k, int lda, int ldc, float beta) const;
+  void Run(const uint16_t* a, float* c) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The oneDNN implementation a bf16 call of this shape dispatches to (for
+// benchmarks and reports), e.g. "brg:avx512_core_bf16".
+std::string BgemmImplName(bool trans_a, bool trans_b, int m, int n, int k);
 
 }  // namespace ds::cpu

@@ -105,6 +105,17 @@ void Transpose(const float* src, int rows, int cols, float* dst) {
           dst[size_t(c) * rows + r] = src[size_t(r) * cols + c];
 }
 
+// dst = src rounded to bf16, split across `threads` threads.
+void RoundParallel(const float* src, size_t n, uint16_t* dst, int threads) {
+  const size_t chunk = 1 << 14;
+  const int64_t chunks = int64_t((n + chunk - 1) / chunk);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const size_t i = size_t(c) * chunk;
+    ToBf16(src + i, std::min(chunk, n - i), dst + i);
+  }
+}
+
 // One barrier per timestep of the recurrence: the yielding SpinBarrier when the
 // team has the planned size, else (OpenMP gave fewer threads) an OpenMP one.
 inline void StepBarrier(SpinBarrier& barrier, int team, int planned) {
@@ -117,11 +128,12 @@ inline void StepBarrier(SpinBarrier& barrier, int team, int planned) {
 
 class TrainImpl final : public CpuTrainBackend {
  public:
-  TrainImpl(const NetworkSpec& spec, int max_batch, int max_steps)
+  TrainImpl(const NetworkSpec& spec, int max_batch, int max_steps, Precision precision)
       : spec_(spec),
         layout_(ParamLayout::For(spec)),
         gru_(spec.architecture == Architecture::kGru),
         G_(GateCount(spec.architecture)),
+        bf16_(precision == Precision::kBf16),
         max_b_(max_batch),
         max_t_(max_steps) {
     const size_t R = size_t(max_batch) * max_steps;
@@ -173,9 +185,27 @@ class TrainImpl final : public CpuTrainBackend {
     std::memset(ones_.data(), 1, H);
     wscratch_.Resize(wmax * GH);
     bscratch_.Resize(2 * GH);
+    if (bf16_) {
+      for (int l = 0; l < L; ++l) {
+        const int in = lay_[l].in;
+        wxp16_.emplace_back(size_t(in) * GH);
+        wxpt16_.emplace_back(size_t(in) * GH);
+        whp16_.emplace_back(size_t(H) * GH);
+        whpt16_.emplace_back(size_t(H) * GH);
+        x16_.emplace_back(R * in);
+        h16_.emplace_back(R * H);
+      }
+      wd16_.Resize(size_t(V) * H);
+      wdt16_.Resize(size_t(V) * H);
+      dz16_.Resize(R * GH);
+      if (gru_) dzh16_.Resize(R * GH);
+      pack_fwd_.resize(L);
+      pack_bwd_.resize(L);
+    }
   }
 
   std::string name() const override { return "cpu"; }
+  Precision precision() const override { return bf16_ ? Precision::kBf16 : Precision::kFp32; }
   const NetworkSpec& spec() const override { return spec_; }
   const ParamLayout& layout() const override { return layout_; }
 
@@ -226,10 +256,22 @@ class TrainImpl final : public CpuTrainBackend {
   // DATASYNTH_CPU_GEMM_SPLIT=0, threaded by the library.
   void BigGemm(char split, bool ta, bool tb, int m, int n, int k, float alpha, const float* a,
                int lda, const float* b, int ldb, float beta, float* c, int ldc) const {
-    if (split_big_gemms_) {
+    if (bf16_) {
+      MixedGemmSplit(nt_, split, ta, tb, m, n, k, alpha, a, lda, b, nullptr, ldb, beta, c, ldc);
+    } else if (split_big_gemms_) {
       SgemmSplit(nt_, split, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     } else {
       SgemmThreads(nt_, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
+  }
+  // One GEMM on the calling thread in the backend's precision; b16 is B
+  // already rounded to bf16 (or null: rounded here), used only in bf16.
+  void Gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
+            const float* b, const uint16_t* b16, int ldb, float beta, float* c, int ldc) const {
+    if (bf16_) {
+      MixedGemmSerial(ta, tb, m, n, k, alpha, a, lda, b, b16, ldb, beta, c, ldc);
+    } else {
+      SgemmSerial(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     }
   }
   int Threads() const { return threads_ > 0 ? threads_ : std::max(1, omp_get_max_threads()); }
@@ -251,7 +293,11 @@ class TrainImpl final : public CpuTrainBackend {
   // dL/d(h-side pre-activations) of layer l: dz_ itself for the LSTM (one
   // pre-activation per gate), dzh_ for the GRU.
   float* DzH(int l) { return gru_ ? dzh_[l].data() : dz_[l].data(); }
-  void LayerWeightGrads(int l, bool bias_from_colsum);
+  // rounded: use the bf16 copies of x, h and dz (bf16 only; not after the
+  // clip path rescaled dz).
+  void LayerWeightGrads(int l, bool bias_from_colsum, bool rounded);
+  // dX_l = dZ_l Wx^T into dx (bf16: from the rounded dz and weights).
+  void LayerInputGrad(int l, float* dx);
   StepStats DenseStage(const Batch& batch, bool train, double count, float* dxd, float* logits_out);
   StepStats DenseClipNorms(const Batch& batch, float* dxd, double* norm2);
   void DenseClipGrads(const Batch& batch, const double* scale);
@@ -264,6 +310,7 @@ class TrainImpl final : public CpuTrainBackend {
   ParamLayout layout_;
   bool gru_;                                // architecture gru (else lstm)
   int G_;                                   // gates per unit: 4 (lstm), 3 (gru)
+  bool bf16_;                               // precision bf16 (docs/precision.md)
   std::vector<ParamLayout::RnnLayer> lay_;  // per layer offsets
   size_t off_emb_ = 0, off_dw_ = 0, off_db_ = 0;
   int max_b_, max_t_;
@@ -306,6 +353,39 @@ class TrainImpl final : public CpuTrainBackend {
   Buffer<float> zeros_;                // [max(Emb, GH, V)] zeros (c_{-1}, h_{-1}, ...)
   Buffer<float> wscratch_;             // [max(Emb, H), GH] permuted weight gradient
   Buffer<float> bscratch_;             // [2, GH] permuted bias gradient (row 1: gru's bh)
+  // bf16 only: rounded copies of the weights (made by RefreshPermuted, once
+  // per optimizer step) and of the activations and gradients the GEMMs read,
+  // each rounded once where it is produced: the layer input by Forward, h_t
+  // and dz_t by the cells of the recurrence (one step's rows are also the
+  // left operand of the next step's recurrent GEMM).
+  std::vector<Buffer<uint16_t>> wxp16_, wxpt16_, whp16_, whpt16_;  // per layer, as wxp_ ...
+  Buffer<uint16_t> wd16_, wdt16_;                 // [H, V] Wd, [V, H] wdt_
+  std::vector<Buffer<uint16_t>> x16_;             // per layer [R, In] LayerInput(l)
+  std::vector<Buffer<uint16_t>> h16_;             // per layer [R, H] h_t
+  Buffer<uint16_t> dz16_;                         // [R, GH] dz of the layer in backward
+  Buffer<uint16_t> dzh16_;                        // [R, GH] dzh (gru only)
+  // bf16: each recurrence thread's slice of Wh (forward) and Wh^T (backward)
+  // per layer, packed by oneDNN once per weights version and reused by the T
+  // per-step GEMMs.
+  struct PackedSlice {
+    PackedBgemm gemm;
+    uint64_t version = ~uint64_t(0);
+    int col = -1;
+  };
+  std::vector<std::vector<PackedSlice>> pack_fwd_, pack_bwd_;  // [layer][thread]
+  uint64_t weights_version_ = 0;  // bumped by RefreshPermuted
+  // The packed slice of thread j (packing it first when stale).
+  PackedBgemm& Packed(std::vector<PackedSlice>& v, int j, int m, int n, int k, int lda, int ldc,
+                      float beta, const uint16_t* b, int ldb, int col) {
+    PackedSlice& ps = v[size_t(j)];
+    if (ps.version != weights_version_ || ps.col != col ||
+        !ps.gemm.Matches(m, n, k, lda, ldc, beta)) {
+      ps.gemm.Pack(m, n, k, lda, ldc, beta, b + col, ldb);
+      ps.version = weights_version_;
+      ps.col = col;
+    }
+    return ps.gemm;
+  }
   // Dense stage, per thread.
   std::vector<Buffer<float>> dense_logits_;  // per thread [rows_chunk, V]
   std::vector<Buffer<float>> dense_dw_;      // per thread [H, V] (thread 0: grads)
@@ -354,6 +434,19 @@ void TrainImpl::RefreshPermuted() {
     Transpose(whp_[l].data(), H, GH, whpt_[l].data());
   }
   Transpose(params_.data() + off_dw_, H, spec_.vocab_size, wdt_.data());
+  if (bf16_) {
+    const size_t hv = size_t(H) * spec_.vocab_size;
+    for (int l = 0; l < spec_.num_layers; ++l) {
+      const size_t nx = size_t(lay_[l].in) * GH;
+      ToBf16(wxp_[l].data(), nx, wxp16_[l].data());
+      ToBf16(wxpt_[l].data(), nx, wxpt16_[l].data());
+      ToBf16(whp_[l].data(), size_t(H) * GH, whp16_[l].data());
+      ToBf16(whpt_[l].data(), size_t(H) * GH, whpt16_[l].data());
+    }
+    ToBf16(params_.data() + off_dw_, hv, wd16_.data());
+    ToBf16(wdt_.data(), hv, wdt16_.data());
+    ++weights_version_;
+  }
   perm_dirty_ = false;
 }
 
@@ -390,8 +483,14 @@ void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
   prof_.Mark(kEmbed);
   for (int l = 0; l < spec_.num_layers; ++l) {
     const int in = lay_[l].in, GH = G_ * H;
-    BigGemm('m', false, false, R_, GH, in, 1.0f, LayerInput(l), in, wxp_[l].data(), GH, 0.0f,
-            gates_[l].data(), GH);
+    if (bf16_) {
+      RoundParallel(LayerInput(l), size_t(R_) * in, x16_[l].data(), nt_);
+      BgemmSplit(nt_, 'm', false, false, R_, GH, in, 1.0f, x16_[l].data(), in, wxp16_[l].data(),
+                 GH, 0.0f, gates_[l].data(), GH);
+    } else {
+      BigGemm('m', false, false, R_, GH, in, 1.0f, LayerInput(l), in, wxp_[l].data(), GH, 0.0f,
+              gates_[l].data(), GH);
+    }
     prof_.Mark(kFwdGemm);
     if (gru_) {
       GruForward(l);
@@ -425,17 +524,27 @@ void TrainImpl::RecurrenceForward(int l) {
   const float* whp = whp_[l].data();
   const float* bp = bp_[l].data();
   const float* zeros = zeros_.data();
+  const uint16_t* whp16 = bf16_ ? whp16_[l].data() : nullptr;
+  uint16_t* h16 = bf16_ ? h16_[l].data() : nullptr;  // [R, H]
+  if (bf16_) pack_fwd_[l].resize(std::max<size_t>(pack_fwd_[l].size(), ntr));
   SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
   {
     const int j = omp_get_thread_num(), nj = omp_get_num_threads();
     const int k0 = j * nb / nj, k1 = (j + 1) * nb / nj;
     const int c0 = k0 * 4 * ub, nc = (k1 - k0) * 4 * ub;
+    PackedBgemm* pg = whp16 && nc > 0 && T > 1
+                          ? &Packed(pack_fwd_[l], j, B, nc, H, H, H4, 1.0f, whp16, H4, c0)
+                          : nullptr;
     for (int t = 0; t < T; ++t) {
       float* z = gates + size_t(t) * B * H4;  // [B, 4H]
       if (t > 0 && nc > 0) {
-        SgemmSerial(false, false, B, nc, H, 1.0f, hbuf + size_t(t - 1) * B * H, H, whp + c0, H4,
-                    1.0f, z + c0, H4);
+        if (whp16) {
+          pg->Run(h16 + size_t(t - 1) * B * H, z + c0);
+        } else {
+          SgemmSerial(false, false, B, nc, H, 1.0f, hbuf + size_t(t - 1) * B * H, H, whp + c0, H4,
+                      1.0f, z + c0, H4);
+        }
       }
       for (int b = 0; b < B; ++b) {
         const size_t row = size_t(t) * B + b;
@@ -448,6 +557,7 @@ void TrainImpl::RecurrenceForward(int l) {
           float* hr = hbuf + row * H + k * ub;
           LstmCell(ub, zr, zr + ub, zr + 2 * ub, zr + 3 * ub, bb, bb + ub, bb + 2 * ub, bb + 3 * ub,
                    cp, cr, tcr, hr);
+          if (h16) ToBf16(hr, ub, h16 + row * H + k * ub);
         }
       }
       StepBarrier(barrier, nj, ntr);
@@ -464,6 +574,9 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
   const float* cbuf = c_[l].data();
   const float* tcbuf = tc_[l].data();
   const float* whpt = whpt_[l].data();
+  const uint16_t* whpt16 = bf16_ ? whpt16_[l].data() : nullptr;
+  uint16_t* dz16 = bf16_ ? dz16_.data() : nullptr;  // [R, 4H]
+  if (bf16_) pack_bwd_[l].resize(std::max<size_t>(pack_bwd_[l].size(), ntr));
   const uint8_t* mask = dropout_on_ ? mask_[l + 1].data() : nullptr;
   const float keep_scale = dropout_on_ ? 1.0f / (1.0f - spec_.dropout_rate) : 1.0f;
   float* dz = dz_[l].data();
@@ -478,6 +591,9 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
     const int j = omp_get_thread_num(), nj = omp_get_num_threads();
     const int k0 = j * nb / nj, k1 = (j + 1) * nb / nj;
     const int u0 = k0 * ub, nu = (k1 - k0) * ub;
+    PackedBgemm* pg = whpt16 && nu > 0 && T > 1
+                          ? &Packed(pack_bwd_[l], j, B, nu, H4, H4, H, 0.0f, whpt16, H, u0)
+                          : nullptr;
     for (int b = 0; b < B; ++b) {
       std::memset(dhrec + size_t(b) * H + u0, 0, nu * sizeof(float));
       std::memset(dcn + size_t(b) * H + u0, 0, nu * sizeof(float));
@@ -487,8 +603,12 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
       float* dzt = dz + size_t(t) * B * H4;  // [B, 4H]
       if (t < T - 1 && nu > 0) {
         // dhrec[:, u0:u0+nu] = dz_{t+1} [B, 4H] x whpt[:, u0:u0+nu]
-        SgemmSerial(false, false, B, nu, H4, 1.0f, dzt + size_t(B) * H4, H4, whpt + u0, H, 0.0f,
-                    dhrec + u0, H);
+        if (whpt16) {
+          pg->Run(dz16 + size_t(t + 1) * B * H4, dhrec + u0);
+        } else {
+          SgemmSerial(false, false, B, nu, H4, 1.0f, dzt + size_t(B) * H4, H4, whpt + u0, H, 0.0f,
+                      dhrec + u0, H);
+        }
       }
       for (int b = 0; b < B; ++b) {
         const size_t row = size_t(t) * B + b;
@@ -523,6 +643,7 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
             dzr[3 * ub + u] = dzo;
             (void)cr;
           }
+          if (dz16) ToBf16(dzr, 4 * ub, dz16 + row * H4 + k * 4 * ub);
           if (accumulate_bias) {
 #pragma omp simd
             for (int u = 0; u < 4 * ub; ++u) dbr[u] += dzr[u];
@@ -550,17 +671,27 @@ void TrainImpl::GruForward(int l) {
   const float* bx = bp_[l].data();
   const float* bh = bx + H3;
   const float* zeros = zeros_.data();
+  const uint16_t* whp16 = bf16_ ? whp16_[l].data() : nullptr;
+  uint16_t* h16 = bf16_ ? h16_[l].data() : nullptr;  // [R, H]
+  if (bf16_) pack_fwd_[l].resize(std::max<size_t>(pack_fwd_[l].size(), ntr));
   SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
   {
     const int j = omp_get_thread_num(), nj = omp_get_num_threads();
     const int k0 = j * nb / nj, k1 = (j + 1) * nb / nj;
     const int c0 = k0 * 3 * ub, nc = (k1 - k0) * 3 * ub;
+    PackedBgemm* pg = whp16 && nc > 0 && T > 1
+                          ? &Packed(pack_fwd_[l], j, B, nc, H, H, H3, 0.0f, whp16, H3, c0)
+                          : nullptr;
     for (int t = 0; t < T; ++t) {
       float* a = gates + size_t(t) * B * H3;  // [B, 3H]
       if (t > 0 && nc > 0) {
-        SgemmSerial(false, false, B, nc, H, 1.0f, hbuf + size_t(t - 1) * B * H, H, whp + c0, H3,
-                    0.0f, hz + c0, H3);
+        if (whp16) {
+          pg->Run(h16 + size_t(t - 1) * B * H, hz + c0);
+        } else {
+          SgemmSerial(false, false, B, nc, H, 1.0f, hbuf + size_t(t - 1) * B * H, H, whp + c0,
+                      H3, 0.0f, hz + c0, H3);
+        }
       }
       for (int b = 0; b < B; ++b) {
         const size_t row = size_t(t) * B + b;
@@ -573,6 +704,7 @@ void TrainImpl::GruForward(int l) {
           GruCell(ub, ar, ar + ub, ar + 2 * ub, ur, ur + ub, ur + 2 * ub, bxk, bxk + ub,
                   bxk + 2 * ub, bhk, bhk + ub, bhk + 2 * ub, hp, hnbuf + row * H + k * ub,
                   hbuf + row * H + k * ub);
+          if (h16) ToBf16(hbuf + row * H + k * ub, ub, h16 + row * H + k * ub);
         }
       }
       StepBarrier(barrier, nj, ntr);
@@ -595,6 +727,10 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
   const float* hnbuf = hn_[l].data();
   const float* hbuf = h_[l].data();
   const float* whpt = whpt_[l].data();
+  const uint16_t* whpt16 = bf16_ ? whpt16_[l].data() : nullptr;
+  uint16_t* dzx16 = bf16_ ? dz16_.data() : nullptr;   // [R, 3H] x side
+  uint16_t* dzh16 = bf16_ ? dzh16_.data() : nullptr;  // [R, 3H] h side
+  if (bf16_) pack_bwd_[l].resize(std::max<size_t>(pack_bwd_[l].size(), ntr));
   const uint8_t* mask = dropout_on_ ? mask_[l + 1].data() : nullptr;
   const float keep_scale = dropout_on_ ? 1.0f / (1.0f - spec_.dropout_rate) : 1.0f;
   float* dzx = dz_[l].data();
@@ -611,6 +747,9 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
     const int j = omp_get_thread_num(), nj = omp_get_num_threads();
     const int k0 = j * nb / nj, k1 = (j + 1) * nb / nj;
     const int u0 = k0 * ub, nu = (k1 - k0) * ub;
+    PackedBgemm* pg = whpt16 && nu > 0 && T > 1
+                          ? &Packed(pack_bwd_[l], j, B, nu, H3, H3, H, 0.0f, whpt16, H, u0)
+                          : nullptr;
     for (int b = 0; b < B; ++b) {
       std::memset(dhrec + size_t(b) * H + u0, 0, nu * sizeof(float));
       std::memset(carry + size_t(b) * H + u0, 0, nu * sizeof(float));
@@ -624,8 +763,12 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
       float* dzht = dzh + size_t(t) * B * H3;
       if (t < T - 1 && nu > 0) {
         // dhrec[:, u0:u0+nu] = dzh_{t+1} [B, 3H] x whpt[:, u0:u0+nu]
-        SgemmSerial(false, false, B, nu, H3, 1.0f, dzht + size_t(B) * H3, H3, whpt + u0, H, 0.0f,
-                    dhrec + u0, H);
+        if (whpt16) {
+          pg->Run(dzh16 + size_t(t + 1) * B * H3, dhrec + u0);
+        } else {
+          SgemmSerial(false, false, B, nu, H3, 1.0f, dzht + size_t(B) * H3, H3, whpt + u0, H,
+                      0.0f, dhrec + u0, H);
+        }
       }
       for (int b = 0; b < B; ++b) {
         const size_t row = size_t(t) * B + b;
@@ -655,6 +798,10 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
             ah[ub + u] = dr;
             ah[2 * ub + u] = dn * r;
           }
+          if (dzh16) {
+            ToBf16(ax, 3 * ub, dzx16 + row * H3 + k * 3 * ub);
+            ToBf16(ah, 3 * ub, dzh16 + row * H3 + k * 3 * ub);
+          }
           if (accumulate_bias) {
             float* bxr = dbx + k * 3 * ub;
             float* bhr = dbh + k * 3 * ub;
@@ -673,19 +820,31 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
 
 // Weight gradients of layer l from dz_[l] (already scaled on the clip path):
 // dWh = H_{prev}^T dZ, dWx = X^T dZ, db = bscratch_ (or colsum dZ).
-void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum) {
+void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum, bool rounded) {
   const int B = B_, T = T_, H = spec_.rnn_units, H4 = G_ * H;  // H4: G H columns
   const auto& Ly = lay_[l];
   float* g = grads_.data();
+  rounded = rounded && bf16_;
+  const uint16_t* dzh16 = gru_ ? dzh16_.data() : dz16_.data();
   if (T > 1) {
-    BigGemm('n', true, false, H, H4, (T - 1) * B, 1.0f, h_[l].data(), H, DzH(l) + size_t(B) * H4,
-            H4, 0.0f, wscratch_.data(), H4);
+    if (rounded) {
+      BgemmSplit(nt_, 'n', true, false, H, H4, (T - 1) * B, 1.0f, h16_[l].data(), H,
+                 dzh16 + size_t(B) * H4, H4, 0.0f, wscratch_.data(), H4);
+    } else {
+      BigGemm('n', true, false, H, H4, (T - 1) * B, 1.0f, h_[l].data(), H,
+              DzH(l) + size_t(B) * H4, H4, 0.0f, wscratch_.data(), H4);
+    }
     Unpermute(wscratch_.data(), H, g + Ly.wh);
   } else {
     std::memset(g + Ly.wh, 0, size_t(H) * H4 * sizeof(float));
   }
-  BigGemm('n', true, false, Ly.in, H4, R_, 1.0f, LayerInput(l), Ly.in, dz_[l].data(), H4, 0.0f,
-          wscratch_.data(), H4);
+  if (rounded) {
+    BgemmSplit(nt_, 'n', true, false, Ly.in, H4, R_, 1.0f, x16_[l].data(), Ly.in, dz16_.data(),
+               H4, 0.0f, wscratch_.data(), H4);
+  } else {
+    BigGemm('n', true, false, Ly.in, H4, R_, 1.0f, LayerInput(l), Ly.in, dz_[l].data(), H4, 0.0f,
+            wscratch_.data(), H4);
+  }
   Unpermute(wscratch_.data(), Ly.in, g + Ly.wx);
   const int bias_rows = gru_ ? 2 : 1;  // gru: row 0 from dz (bx), row 1 from dzh (bh)
   if (bias_from_colsum) {
@@ -704,6 +863,17 @@ void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum) {
     }
   }
   Unpermute(bscratch_.data(), bias_rows, g + Ly.b);
+}
+
+void TrainImpl::LayerInputGrad(int l, float* dx) {
+  const int in = lay_[l].in, GH = G_ * spec_.rnn_units;
+  if (bf16_) {
+    BgemmSplit(nt_, 'm', false, false, R_, in, GH, 1.0f, dz16_.data(), GH, wxpt16_[l].data(), in,
+               0.0f, dx, in);
+  } else {
+    BigGemm('m', false, false, R_, in, GH, 1.0f, dz_[l].data(), GH, wxpt_[l].data(), in, 0.0f, dx,
+            in);
+  }
 }
 
 void TrainImpl::ApplyMaskInPlace(int site, float* x, int width) {
@@ -812,7 +982,7 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
     for (int r = r0; r < r1; r += chunk) {
       const int n = std::min(chunk, r1 - r);
       float* x = lg.data();  // [n, V]
-      SgemmSerial(false, false, n, V, H, 1.0f, xd + size_t(r) * H, H, wd, V, 0.0f, x, V);
+      Gemm(false, false, n, V, H, 1.0f, xd + size_t(r) * H, H, wd, wd16_.data(), V, 0.0f, x, V);
       for (int i = 0; i < n; ++i) {
         const int row = r + i, t = row / B, b = row % B;
         const float w = W(batch, b, t);
@@ -828,15 +998,15 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
         st.count += w;
       }
       if (train) {
-        SgemmSerial(true, false, H, V, n, 1.0f, xd + size_t(r) * H, H, x, V, first ? 0.0f : 1.0f,
-                    dw, V);
+        Gemm(true, false, H, V, n, 1.0f, xd + size_t(r) * H, H, x, nullptr, V, first ? 0.0f : 1.0f,
+             dw, V);
         for (int i = 0; i < n; ++i) {
           const float* xr = x + size_t(i) * V;
 #pragma omp simd
           for (int v = 0; v < V; ++v) db[v] += xr[v];
         }
-        SgemmSerial(false, false, n, H, V, 1.0f, x, V, wdt_.data(), H, 0.0f, dxd + size_t(r) * H,
-                    H);
+        Gemm(false, false, n, H, V, 1.0f, x, V, wdt_.data(), wdt16_.data(), H, 0.0f,
+             dxd + size_t(r) * H, H);
         first = false;
       }
     }
@@ -899,7 +1069,7 @@ StepStats TrainImpl::DenseClipNorms(const Batch& batch, float* dxd, double* norm
     double wsum = 0;
     for (int t = 0; t < T; ++t) wsum += W(batch, b, t);
     const float inv = wsum > 0 ? float(1.0 / wsum) : 0.0f;
-    SgemmSerial(false, false, T, V, H, 1.0f, xd + size_t(b) * H, B * H, wd, V, 0.0f, x, V);
+    Gemm(false, false, T, V, H, 1.0f, xd + size_t(b) * H, B * H, wd, wd16_.data(), V, 0.0f, x, V);
     StepStats st;
     for (int t = 0; t < T; ++t) {
       const float w = W(batch, b, t);
@@ -910,8 +1080,8 @@ StepStats TrainImpl::DenseClipNorms(const Batch& batch, float* dxd, double* norm
       st.count += w;
     }
     per[b] = st;
-    SgemmSerial(false, false, T, H, V, 1.0f, x, V, wdt_.data(), H, 0.0f, dxd + size_t(b) * H,
-                B * H);
+    Gemm(false, false, T, H, V, 1.0f, x, V, wdt_.data(), wdt16_.data(), H, 0.0f,
+         dxd + size_t(b) * H, B * H);
     SgemmSerial(false, true, T, T, H, 1.0f, xd + size_t(b) * H, B * H, xd + size_t(b) * H, B * H,
                 0.0f, ga, T);
     SgemmSerial(false, true, T, T, V, 1.0f, x, V, x, V, 0.0f, gd, T);
@@ -957,11 +1127,12 @@ void TrainImpl::DenseClipGrads(const Batch& batch, const double* scale) {
     std::memset(db, 0, V * sizeof(float));
     std::memset(dw, 0, size_t(H) * V * sizeof(float));
     for (int b = b0; b < b1; ++b) {
-      SgemmSerial(false, false, T, V, H, 1.0f, xd + size_t(b) * H, B * H, wd, V, 0.0f, x, V);
+      Gemm(false, false, T, V, H, 1.0f, xd + size_t(b) * H, B * H, wd, wd16_.data(), V, 0.0f, x,
+           V);
       for (int t = 0; t < T; ++t)
         SoftmaxRow(x + size_t(t) * V, bd, V, batch.targets[size_t(b) * T + t],
                    float(W(batch, b, t) * scale[b]), true);
-      SgemmSerial(true, false, H, V, T, 1.0f, xd + size_t(b) * H, B * H, x, V, 1.0f, dw, V);
+      Gemm(true, false, H, V, T, 1.0f, xd + size_t(b) * H, B * H, x, nullptr, V, 1.0f, dw, V);
       for (int t = 0; t < T; ++t)
         for (int v = 0; v < V; ++v) db[v] += x[size_t(t) * V + v];
     }
@@ -1086,12 +1257,10 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
         RecurrenceBackward(l, dx_[cur].data(), /*accumulate_bias=*/true);
       }
       prof_.Mark(kBwdRec);
-      const int in = lay_[l].in;
-      BigGemm('m', false, false, R_, in, GH, 1.0f, dz_[l].data(), GH, wxpt_[l].data(), in, 0.0f,
-              dx_[1 - cur].data(), in);
+      LayerInputGrad(l, dx_[1 - cur].data());
       prof_.Mark(kBwdDx);
       cur = 1 - cur;
-      LayerWeightGrads(l, /*bias_from_colsum=*/false);
+      LayerWeightGrads(l, /*bias_from_colsum=*/false, /*rounded=*/true);
       prof_.Mark(kBwdDw);
     }
     ApplyMaskInPlace(0, dx_[cur].data(), E);
@@ -1111,9 +1280,7 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
     } else {
       RecurrenceBackward(l, dx_[cur].data(), /*accumulate_bias=*/false);
     }
-    const int in = lay_[l].in;
-    BigGemm('m', false, false, R_, in, GH, 1.0f, dz_[l].data(), GH, wxpt_[l].data(), in, 0.0f,
-            dx_[1 - cur].data(), in);
+    LayerInputGrad(l, dx_[1 - cur].data());
     cur = 1 - cur;
     ClipLayerNorms(l, norm2.data());
   }
@@ -1151,7 +1318,7 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
       for (int e = 0; e < E; ++e) r[e] *= sb;
     }
   }
-  for (int l = 0; l < L; ++l) LayerWeightGrads(l, /*bias_from_colsum=*/true);
+  for (int l = 0; l < L; ++l) LayerWeightGrads(l, /*bias_from_colsum=*/true, /*rounded=*/false);
   EmbeddingGrad(batch, dx0);
   DenseClipGrads(batch, dense_scale.data());
   prof_.Mark(kClip);
@@ -1212,7 +1379,7 @@ void TrainImpl::ApplyOptimizer(const OptimizerConfig& opt, int64_t step) {
 }  // namespace
 
 std::unique_ptr<CpuTrainBackend> NewCpuTrainBackend(const NetworkSpec& spec, int max_batch,
-                                                    int max_steps) {
+                                                    int max_steps, Precision precision) {
   if (spec.vocab_size <= 0 || spec.embedding_dim <= 0 || spec.rnn_units <= 0 ||
       spec.num_layers <= 0) {
     DS_THROW(kInvalidArgument,
@@ -1227,15 +1394,16 @@ std::unique_ptr<CpuTrainBackend> NewCpuTrainBackend(const NetworkSpec& spec, int
     DS_THROW(kInvalidArgument, "max_batch and max_steps must be positive (got {}, {})", max_batch,
              max_steps);
   }
-  return std::make_unique<TrainImpl>(spec, max_batch, max_steps);
+  return std::make_unique<TrainImpl>(spec, max_batch, max_steps, precision);
 }
 
 }  // namespace cpu
 
 Result<std::unique_ptr<TrainBackend>> MakeCpuTrainBackend(const NetworkSpec& spec, int max_batch,
-                                                          int max_steps) {
+                                                          int max_steps, Precision precision) {
   std::unique_ptr<TrainBackend> out;
-  Status st = Capture([&] { out = cpu::NewCpuTrainBackend(spec, max_batch, max_steps); });
+  Status st =
+      Capture([&] { out = cpu::NewCpuTrainBackend(spec, max_batch, max_steps, precision); });
   if (!st.ok()) return st;
   return out;
 }

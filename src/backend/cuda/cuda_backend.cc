@@ -40,7 +40,8 @@ Status ValidateSpec(const NetworkSpec& spec) {
 // backend's buffers went back to the allocator.
 class CudaContext {
  public:
-  explicit CudaContext(const CudaOptions& opt) : device_(opt.device) {
+  explicit CudaContext(const CudaOptions& opt)
+      : device_(opt.device), bf16_(opt.precision == Precision::kBf16) {
     try {
       DS_CUDA_CHECK(cudaSetDevice(device_));
       alloc_ = cuda::ProcessAllocator(device_, opt.memory).ValueOrThrow();
@@ -48,7 +49,7 @@ class CudaContext {
       DS_CUBLAS_CHECK(cublasCreate(&blas_));
       DS_CUBLAS_CHECK(cublasSetStream(blas_, stream_));
       DS_CUBLAS_CHECK(cublasSetMathMode(
-          blas_, opt.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+          blas_, opt.allow_tf32 || bf16_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
       workspace_ = Buffer(kCublasWorkspace);
       DS_CUBLAS_CHECK(cublasSetWorkspace(blas_, workspace_.as<void>(), kCublasWorkspace));
     } catch (...) {
@@ -71,10 +72,15 @@ class CudaContext {
   void Gemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
             const float* B, int ldb, float beta, float* C, int ldc) const {
     if (M == 0 || N == 0) return;
+    if (bf16_) {
+      GemmBf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+      return;
+    }
     DS_CUBLAS_CHECK(cublasSgemm(blas_, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
                                 ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha, B, ldb, A, lda,
                                 &beta, C, ldc));
   }
+  bool bf16() const { return bf16_; }
   // y[C] = column sums of the row-major A[R, C] (A^T ones).
   void ColumnSums(const float* A, int R, int C, const float* ones, float* y) const {
     const float one = 1.0f, zero = 0.0f;
@@ -87,6 +93,8 @@ class CudaContext {
     if (blas_ != nullptr) cublasDestroy(blas_);
     blas_ = nullptr;
     workspace_.Reset();
+    bf16_a_.Reset();
+    bf16_b_.Reset();
     if (stream_ != nullptr) {
       if (alloc_ != nullptr) alloc_->MarkStreamIdle(reinterpret_cast<StreamId>(stream_));
       cudaStreamDestroy(stream_);
@@ -94,7 +102,28 @@ class CudaContext {
     stream_ = nullptr;
   }
 
+  // Gemm in bf16: both operands rounded into the scratch buffers (as stored:
+  // rows x ld), then cublasGemmEx with fp32 accumulation and output.
+  void GemmBf16(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
+                const float* B, int ldb, float beta, float* C, int ldc) const {
+    auto extent = [](size_t rows, size_t cols, size_t ld) {
+      return rows == 0 ? size_t(0) : (rows - 1) * ld + cols;
+    };
+    const size_t na = extent(ta ? K : M, ta ? M : K, lda), nb = extent(tb ? N : K, tb ? K : N, ldb);
+    if (bf16_a_.bytes() < na * 2) bf16_a_ = DeviceBuffer(alloc_, na * 2, stream_);
+    if (bf16_b_.bytes() < nb * 2) bf16_b_ = DeviceBuffer(alloc_, nb * 2, stream_);
+    cuda::RoundToBf16(A, na, bf16_a_.as<uint16_t>(), stream_);
+    cuda::RoundToBf16(B, nb, bf16_b_.as<uint16_t>(), stream_);
+    DS_CUBLAS_CHECK(cublasGemmEx(blas_, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                 ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha,
+                                 bf16_b_.as<void>(), CUDA_R_16BF, ldb, bf16_a_.as<void>(),
+                                 CUDA_R_16BF, lda, &beta, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+                                 CUBLAS_GEMM_DEFAULT));
+  }
+
   int device_;
+  bool bf16_ = false;
+  mutable DeviceBuffer bf16_a_, bf16_b_;  // bf16 GEMM operand scratch (bf16_ only)
   CachingAllocator* alloc_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
@@ -153,6 +182,7 @@ class CudaTrainBackend final : public TrainBackend {
   ~CudaTrainBackend() override { cudaStreamSynchronize(ctx_.stream()); }
 
   std::string name() const override { return "cuda"; }
+  Precision precision() const override { return ctx_.bf16() ? Precision::kBf16 : Precision::kFp32; }
   std::optional<AllocatorStats> memory_stats() const override {
     return ctx_.memory_stats();
   }
@@ -529,6 +559,7 @@ class CudaInferBackend final : public InferBackend {
 
   const NetworkSpec& spec() const override { return spec_; }
   int slots() const override { return slots_; }
+  Precision precision() const override { return ctx_.bf16() ? Precision::kBf16 : Precision::kFp32; }
   std::optional<AllocatorStats> memory_stats() const override {
     return ctx_.memory_stats();
   }

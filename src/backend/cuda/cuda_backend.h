@@ -25,7 +25,13 @@
 //   demand, optional per-process cap; backend/device_allocator.h), including
 //   cuBLAS's workspace. Each backend owns one CUDA stream and cuBLAS handle.
 // * FP32 throughout; CudaOptions::allow_tf32 lets cuBLAS use TF32 tensor cores
-//   (faster, ~1e-3 relative error in GEMMs).
+//   (faster, ~1e-3 relative error in GEMMs). CudaOptions::precision kBf16
+//   (--precision bf16) runs every GEMM with bf16 operands and fp32
+//   accumulation and output (cublasGemmEx, CUBLAS_COMPUTE_32F, tensor cores on
+//   compute capability 8.0+): both operands are rounded on the device into
+//   scratch buffers per call (RoundToBf16); weights, gradients, optimizer
+//   state, cell math and softmax stay fp32, and TF32 math is enabled for what
+//   else cuBLAS runs. Untested on a GPU in this tree (no GPU was lent).
 // * Per-example gradient clipping (DP-SGD) is not implemented on CUDA yet:
 //   Step() with `clip` throws ds::Error(kUnavailable).
 //
@@ -51,6 +57,7 @@ struct CudaOptions {
   // share the allocator and their `memory` is ignored).
   AllocatorConfig memory;
   bool allow_tf32 = false;  // TF32 tensor-core GEMMs
+  Precision precision = Precision::kFp32;  // kBf16: bf16 GEMM operands (see above)
 };
 
 Result<std::unique_ptr<TrainBackend>> MakeCudaTrainBackend(const NetworkSpec& spec, int max_batch,

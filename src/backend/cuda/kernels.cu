@@ -1,3 +1,4 @@
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cfloat>
@@ -84,6 +85,13 @@ __global__ void DropoutKernel(const float* in, float* out, int T, int B, int W, 
     int r = int(i / W), j = int(i - size_t(r) * W);
     out[i] = in[i] * DropFactor(seed, site, r, j, B, W, thr, scale);
   }
+}
+
+__global__ void RoundToBf16Kernel(const float* __restrict__ src, size_t n,
+                                  __nv_bfloat16* __restrict__ dst) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    dst[i] = __float2bfloat16_rn(src[i]);
 }
 
 __global__ void LstmForwardKernel(float* __restrict__ z, const float* __restrict__ bias,
@@ -377,6 +385,13 @@ void EmbeddingDropoutForward(const float* table, const int32_t* tokens, int T, i
   if (n == 0) return;
   EmbeddingDropoutKernel<<<Blocks(n), kThreads, 0, stream>>>(
       table, tokens, T, B, E, Threshold(rate), Scale(rate), seed, train && rate > 0, out);
+  DS_CUDA_CHECK_LAUNCH();
+}
+
+void RoundToBf16(const float* src, size_t n, uint16_t* dst, Stream stream) {
+  if (n == 0) return;
+  RoundToBf16Kernel<<<Blocks(n), kThreads, 0, stream>>>(src, n,
+                                                        reinterpret_cast<__nv_bfloat16*>(dst));
   DS_CUDA_CHECK_LAUNCH();
 }
 

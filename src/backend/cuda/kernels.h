@@ -33,6 +33,10 @@ using Stream = CUstream_st*;
 void EmbeddingDropoutForward(const float* table, const int32_t* tokens, int T, int B, int E,
                              float rate, uint64_t seed, bool train, float* out, Stream stream);
 
+// dst[i] = src[i] rounded to bfloat16 (nearest even; its 16-bit pattern), for
+// the bf16 GEMMs of precision bf16 (backend/precision.h).
+void RoundToBf16(const float* src, size_t n, uint16_t* dst, Stream stream);
+
 // out = in * mask(seed, site) (in may equal out). in/out [T*B, W] time-major.
 // Also the dropout backward (the same mask applied to the gradient).
 void Dropout(const float* in, float* out, int T, int B, int W, float rate, uint64_t seed,
