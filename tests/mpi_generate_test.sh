@@ -45,8 +45,13 @@ kill_when_parts() {  # OUTPUT: starts the 2-rank job, kills it after the first f
     ls "$1.parts"/*.jsonl.json >/dev/null 2>&1 && break
     sleep 0.05
   done
+  # The ranks may sit in process groups of their own: kill the whole session
+  # (setsid made $pid its leader) and wait until none of it is left, so that
+  # no rank of the killed job still writes parts while the next run starts.
   kill -KILL -- -"$pid" 2>/dev/null
+  pkill -KILL -s "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
+  for i in $(seq 200); do pgrep -s "$pid" >/dev/null || break; sleep 0.05; done
 }
 kill_when_parts "$TMP/cut.csv"
 [ -e "$TMP/cut.csv" ] && fail "killed run has a final output" || pass "killed run left no output"
