@@ -6,7 +6,7 @@ usage: peer_argn.py TRAIN.csv SYNTH.csv --workspace DIR [--minutes 10] [--seed 0
 Its stronger setting: fixed column order (enable_flexible_generation=False)
 and typed dates. Reads every field as text, then gives each column the type
 the values allow, so that nothing is lost on the way in or out:
-  * numbers: every non-empty value a plain decimal number without a redundant
+  * numbers: every non-empty value a decimal number (exponent allowed) without a redundant
     leading zero ("02134" stays text) -> numeric (integers kept integers);
   * dates: every non-empty value parses under one format of DATE_FORMATS ->
     datetime, encoded TABULAR_DATETIME, written back in that format;
@@ -24,7 +24,7 @@ import shutil
 import sys
 import time
 
-NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
+NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
 DATE_FORMATS = ["%Y-%m-%d", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M",
                 "%Y/%m/%d", "%m/%d/%Y", "%d/%m/%Y", "%m/%d/%Y %H:%M", "%d.%m.%Y"]
@@ -86,8 +86,8 @@ def to_text(df, kinds, columns):
 
 
 def cpu_seconds():
-    t = os.times()
-    return t.user + t.system
+    t = os.times()  # this process and its waited-for children (the engine's workers)
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def main():

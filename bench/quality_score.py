@@ -27,7 +27,7 @@ import re
 import sys
 
 csv.field_size_limit(1 << 30)
-NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
+NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
 DATE_FORMATS = ["%Y-%m-%d", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M",
                 "%Y/%m/%d", "%m/%d/%Y", "%d/%m/%Y", "%m/%d/%Y %H:%M", "%d.%m.%Y"]

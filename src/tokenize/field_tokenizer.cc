@@ -148,9 +148,9 @@ Result<std::unique_ptr<FieldTokenizer>> FieldTokenizer::Train(
           ylo = std::min(ylo, d.year);
           yhi = std::max(yhi, d.year);
         } else {
-          ScaledNumber n;
-          ParseNumber(v, &n);
-          scaled.push_back(Rescale(n, col.type.decimals));
+          int64_t sv = 0;
+          ScaleToColumn(col.type, v, &sv);
+          scaled.push_back(sv);
         }
       }
       col.missing.assign(missing.begin(), missing.end());
@@ -340,9 +340,8 @@ Status FieldTokenizer::EncodeValue(int ci, std::string_view v, std::vector<int32
     for (size_t p = 0; p < parts.size(); ++p) out->push_back(c.part_base[p] + vals[int(parts[p])]);
     return Status::Ok();
   }
-  ScaledNumber n;
-  ParseNumber(v, &n);
-  const int64_t s = Rescale(n, c.type.decimals);
+  int64_t s = 0;
+  ScaleToColumn(c.type, v, &s);
   if (c.edges.empty() || s < c.edges.front() || s >= c.edges.back())
     return DS_ERR(kInvalidInput, "column '{}': {} is outside the training range", c.name,
                   std::string(v));
@@ -609,7 +608,9 @@ std::string FieldTokenizer::Describe() const {
       case FieldType::kInteger:
       case FieldType::kDecimal:
         what += fmt::format(" (D={}{}, {} bins, {} digits)", c.type.decimals,
-                            c.type.trim ? " trim" : "", c.edges.size() ? c.edges.size() - 1 : 0,
+                            std::string(c.type.trim ? " trim" : "") +
+                                (c.type.normalized ? " normalized" : ""),
+                            c.edges.size() ? c.edges.size() - 1 : 0,
                             c.nd);
         break;
       case FieldType::kDatetime:
@@ -635,6 +636,7 @@ nlohmann::json FieldTokenizer::SchemaJson() const {
     if (IsNumeric(c.type.type)) {
       j["decimals"] = c.type.decimals;
       j["trim"] = c.type.trim;
+      if (c.type.normalized) j["normalized"] = true;  // absent: false (older models)
     }
     if (c.type.type == FieldType::kDatetime) j["format"] = c.type.format;
     if (c.type.type == FieldType::kConstant) j["constant"] = c.type.constant;
@@ -733,6 +735,7 @@ Result<std::unique_ptr<Tokenizer>> FieldTokenizer::Load(const nlohmann::json& j,
     } else if (IsNumeric(ft)) {
       c.type.decimals = int(JsonInt(o, "decimals", 0, 9, where));
       c.type.trim = JsonBool(o, "trim", where);
+      c.type.normalized = o.contains("normalized") && JsonBool(o, "normalized", where);
       c.missing = StringList(o, "missing", 16, where);
       const auto& e = JsonArray(o, "edges", size_t(kExactBins) + 1, where);
       for (const auto& v : e) {
