@@ -6,8 +6,9 @@
       one result: SQS and its ceiling and the exact-copy shares (from
       `datasynth evaluate --json`), train wall / CPU seconds (GNU time
       "%e %U %S" files), generation rows/s and the type-valid share.
-  quality_score.py table WORK [--tables a,b] [--methods field,char,peer]
-      the markdown table of every WORK/<table>/<method>/result.json.
+  quality_score.py table WORK [WORK2 ...] [--tables a,b] [--methods field,char,peer]
+      the markdown table of every WORK/<table>/<method>/result.json (the first
+      WORK holding a result wins), with the issue's bars for each non-peer row.
 
 Type-valid (the same check for every method, types read off the train split):
 a column whose train values are all numbers (no redundant leading zero) takes
@@ -143,37 +144,71 @@ def fmt_pct(x):
     return "-" if x is None else f"{100 * x:.2f}%"
 
 
+def find_result(works, t, m):
+    """The first WORK dir (in order) holding t/m/result.json: (result, None), else (None, error)."""
+    err = None
+    for w in works:
+        p = os.path.join(w, t, m, "result.json")
+        if os.path.exists(p):
+            with open(p) as f:
+                return json.load(f), None
+        e = os.path.join(w, t, m, "error.txt")
+        if err is None and os.path.exists(e):
+            with open(e) as f:
+                err = (f.read().strip().split("\n") or [""])[-1][:80].replace("|", "/")
+    return None, err
+
+
+def bars(r, peer):
+    """The issue's bars for one result: within 5 of the ceiling, at most 1 below the peer,
+    100% type-valid, exact copies no more frequent than the holdout's."""
+    miss = []
+    if r.get("ceiling") is not None and r["sqs"] < r["ceiling"] - 5:
+        miss.append("ceiling")
+    if peer is not None and r["sqs"] < peer["sqs"] - 1:
+        miss.append("peer")
+    if r["type_valid_share"] < 1:
+        miss.append("valid")
+    if r["exact_copy_share"] > (r.get("holdout_exact_copy_share") or 0):
+        miss.append("copies")
+    return "met" if not miss else "missed: " + ", ".join(miss)
+
+
 def table(a):
-    tables = a.tables.split(",") if a.tables else sorted(
-        os.path.basename(os.path.dirname(d)) for d in glob.glob(os.path.join(a.work, "*", "split")))
+    works = a.work
+    tables = a.tables.split(",") if a.tables else sorted({
+        os.path.basename(os.path.dirname(d)) for w in works
+        for d in glob.glob(os.path.join(w, "*", "split"))})
     methods = a.methods.split(",")
-    out = ["| table (train rows x cols) | method | SQS | ceiling | gap | train wall (CPU) s "
-           "| generate rows/s | type-valid | exact copies (holdout) |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    out = ["| table (train rows x cols) | method | SQS | ceiling | vs ceiling | vs peer "
+           "| train wall (CPU) s | generate rows/s | type-valid | exact copies (holdout) | bars |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for t in tables:
         shape = ""
-        train = os.path.join(a.work, t, "split", "train.csv")
-        if os.path.exists(train):
-            header, rows = read_csv(train)
-            shape = f" ({len(rows)} x {len(header)})"
+        for w in works:
+            train = os.path.join(w, t, "split", "train.csv")
+            if os.path.exists(train):
+                header, rows = read_csv(train)
+                shape = f" ({len(rows)} x {len(header)})"
+                break
+        peer, _ = find_result(works, t, "peer")
         for m in methods:
-            p = os.path.join(a.work, t, m, "result.json")
-            if not os.path.exists(p):
-                err = os.path.join(a.work, t, m, "error.txt")
-                if os.path.exists(err):
-                    with open(err) as f:
-                        msg = f.read().strip().split("\n")[-1][:80].replace("|", "/")
-                    out.append(f"| {t}{shape} | {m} | failed: {msg} | | | | | | |")
+            r, err = find_result(works, t, m)
+            if r is None:
+                if err is not None:
+                    out.append(f"| {t}{shape} | {m} | failed: {err} | | | | | | | | |")
+                    shape = ""
                 continue
-            with open(p) as f:
-                r = json.load(f)
             ceil = r.get("ceiling")
             gap = "-" if ceil is None else f"{r['sqs'] - ceil:+.1f}"
+            vs_peer = "-" if peer is None or m == "peer" else f"{r['sqs'] - peer['sqs']:+.1f}"
             sqs = f"**{r['sqs']:.1f}**" if m == "field" else f"{r['sqs']:.1f}"
-            out.append(f"| {t}{shape} | {m} | {sqs} | {ceil:.1f} | {gap} "
+            met = "" if m == "peer" else bars(r, peer)
+            out.append(f"| {t}{shape} | {m} | {sqs} | {ceil:.1f} | {gap} | {vs_peer} "
                        f"| {r['train_wall_s']:.0f} ({r['train_cpu_s']:.0f}) "
                        f"| {r['gen_rows_per_s']:,.0f} | {fmt_pct(r['type_valid_share'])} "
-                       f"| {fmt_pct(r['exact_copy_share'])} ({fmt_pct(r['holdout_exact_copy_share'])}) |")
+                       f"| {fmt_pct(r['exact_copy_share'])} ({fmt_pct(r['holdout_exact_copy_share'])}) "
+                       f"| {met} |")
             shape = ""
     print("\n".join(out))
 
@@ -192,7 +227,7 @@ def main():
     r.add_argument("--peer-json")
     r.add_argument("--note")
     t = sub.add_parser("table")
-    t.add_argument("work")
+    t.add_argument("work", nargs="+", help="WORK dirs, first match wins per table and method")
     t.add_argument("--tables")
     t.add_argument("--methods", default="field,char,peer")
     a = ap.parse_args()

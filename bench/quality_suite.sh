@@ -20,7 +20,12 @@
 # that exist; default: skip them, so an interrupted run resumes), DS (datasynth
 # binary, default build/datasynth), PEER_PY (python with mostlyai-engine,
 # default /work/venvs/mostly/bin/python), DATA (default ../shared/datasets),
-# TABLE_OUT (markdown table file, default $WORK/quality_table.md).
+# TABLE_OUT (markdown table file, default $WORK/quality_table.md), TABLE_FROM
+# (more WORK dirs the table takes results from where WORK has none, e.g. the
+# peer's), TABLE_METHODS (the table's methods, default METHODS). Re-running the
+# field side on a new build, next to stored peer results:
+#   WORK=/tmp/qs_main METHODS=field TABLE_FROM=/tmp/quality_suite \
+#     TABLE_METHODS=field,char,peer bench/quality_suite.sh
 # A failing method leaves WORK/<table>/<method>/error.txt and the suite goes on.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -108,5 +113,6 @@ for t in "${TLIST[@]}"; do
   split_table "$t" || { log "$t: split failed"; continue; }
   for m in "${MLIST[@]}"; do run_method "$t" "$m"; done
 done
-"$PY" "$ROOT/bench/quality_score.py" table "$WORK" --methods "$METHODS" > "$TABLE_OUT"
+# shellcheck disable=SC2086  # TABLE_FROM: more WORK dirs, for methods not run here
+"$PY" "$ROOT/bench/quality_score.py" table "$WORK" ${TABLE_FROM:-} --methods "${TABLE_METHODS:-$METHODS}" > "$TABLE_OUT"
 cat "$TABLE_OUT"
