@@ -107,11 +107,27 @@ run_method() {
     gzip -f "$d/synth.csv" && log "$t $m: $(cat "$d/result.json" | tr -d '\n ' | cut -c1-160)"
 }
 
+# One run per (table, method) at a time, across suite processes sharing WORK:
+# a lock dir holding the owner's pid (a lock whose owner is gone is taken over).
+run_locked() {
+  local lock=$WORK/$1/.$2.lock rc
+  if ! mkdir "$lock" 2>/dev/null; then
+    if kill -0 "$(cat "$lock/pid" 2>/dev/null)" 2>/dev/null; then
+      log "$1 $2: running in another suite process (pid $(cat "$lock/pid")), skipped"; return 0
+    fi
+    rm -rf "$lock"; mkdir "$lock" || return 1
+  fi
+  echo $$ > "$lock/pid"
+  run_method "$@"; rc=$?
+  rm -rf "$lock"
+  return $rc
+}
+
 IFS=, read -ra TLIST <<< "$TABLES"
 IFS=, read -ra MLIST <<< "$METHODS"
 for t in "${TLIST[@]}"; do
   split_table "$t" || { log "$t: split failed"; continue; }
-  for m in "${MLIST[@]}"; do run_method "$t" "$m"; done
+  for m in "${MLIST[@]}"; do run_locked "$t" "$m"; done
 done
 # shellcheck disable=SC2086  # TABLE_FROM: more WORK dirs, for methods not run here
 "$PY" "$ROOT/bench/quality_score.py" table "$WORK" ${TABLE_FROM:-} --methods "${TABLE_METHODS:-$METHODS}" > "$TABLE_OUT"
