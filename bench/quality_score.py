@@ -156,6 +156,7 @@ def find_result(works, t, m):
         if err is None and os.path.exists(e):
             with open(e) as f:
                 err = (f.read().strip().split("\n") or [""])[-1][:80].replace("|", "/")
+            err = f"failed: {err}" if err else "no result (running, or interrupted: run the suite again)"
     return None, err
 
 
@@ -196,7 +197,7 @@ def table(a):
             r, err = find_result(works, t, m)
             if r is None:
                 if err is not None:
-                    out.append(f"| {t}{shape} | {m} | failed: {err} | | | | | | | | |")
+                    out.append(f"| {t}{shape} | {m} | {err} | | | | | | | | |")
                     shape = ""
                 continue
             ceil = r.get("ceiling")
