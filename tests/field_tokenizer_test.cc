@@ -181,6 +181,50 @@ std::vector<int32_t> SampleUnderMask(const FieldTokenizer& t, Philox* rng, bool 
   return ids;
 }
 
+// A column of repeated names with too many distinct values for a token each
+// (12,000 rows, 5,500 names: over the 5,000-category limit, text) is closed
+// text: spelled by chars, but masked walks only ever spell names seen, an
+// unseen name is not a value (CheckFields), and save / load keeps it closed.
+TEST(FieldTokenizer, ClosedTextSpellsOnlySeenValues) {
+  const std::vector<std::string> header = {"city", "n"};
+  std::vector<std::vector<std::string>> recs;
+  std::set<std::string> names;
+  for (int i = 0; i < 12000; ++i) {
+    const int k = (i * 7919) % 5500;
+    std::string name = fmt::format("{}{}ville", char('A' + k % 26), k);
+    names.insert(name);
+    recs.push_back({name, std::to_string(i % 10)});
+  }
+  auto t = FieldTokenizer::Train(header, recs, FieldTokenizerOptions{});
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const auto& col = (*t)->columns()[0];
+  ASSERT_EQ(col.type.type, FieldType::kId);
+  EXPECT_EQ(col.closed.size(), names.size());
+  Philox rng(3, 1);
+  for (int i = 0; i < 200; ++i) {
+    auto ids = SampleUnderMask(**t, &rng, i % 7 == 0);
+    std::vector<std::string> f;
+    ASSERT_EQ((*t)->DecodeRecord(ids, &f), "");
+    EXPECT_TRUE(names.count(f[0])) << f[0];
+  }
+  EXPECT_NE((*t)->CheckFields({"Zinvented", "3"}), "");
+  EXPECT_NE((*t)->CheckFields({"A0vill", "3"}), "");  // a prefix of a name is not a name
+  EXPECT_EQ((*t)->CheckFields({recs[5][0], "3"}), "");
+  const std::string dir = testing::TempDir() + "/field_tok_closed";
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE((*t)->Save(dir).ok());
+  auto l = LoadTokenizer(dir);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_NE((*l)->CheckFields({"Zinvented", "3"}), "");
+  // A free-text column (values mostly distinct) stays open.
+  recs.resize(100);
+  for (int i = 0; i < 100; ++i) recs[i][0] = fmt::format("line {} of the log", i);
+  auto open = FieldTokenizer::Train(header, recs, FieldTokenizerOptions{});
+  ASSERT_TRUE(open.ok());
+  EXPECT_TRUE((*open)->columns()[0].closed.empty());
+  std::filesystem::remove_all(dir);
+}
+
 TEST(FieldTokenizer, MaskAllowsOnlyLegalTokens) {
   auto t = Train();
   ASSERT_TRUE(t);
