@@ -117,7 +117,7 @@ EOF
   "$DS" generate --model-dir "$TMP/mx" --num-lines 100 --seed 2 --device cpu --output "$TMP/gx.csv" 2>>"$TMP/xlog" ||
   fail "exported numbers: $(tail -2 "$TMP/xlog")"
 "$DS" info --model-dir "$TMP/mx" > "$TMP/xinfo" 2>&1
-grep -q "income: integer (D=0 normalized" "$TMP/xinfo" && grep -q "rate: decimal (D=4 trim normalized" "$TMP/xinfo" &&
+grep -q "income: integer (D=0 normalized" "$TMP/xinfo" && grep -q "rate: decimal (D=4 normalized" "$TMP/xinfo" &&
   pass "exported numbers: typed integer / decimal (normalized)" || fail "exported numbers: $(grep -E 'income|rate' "$TMP/xinfo")"
 python3 - "$TMP/gx.csv" <<'EOF' && pass "exported numbers: plain numbers in range" || fail "exported numbers: output"
 import csv, re, sys
