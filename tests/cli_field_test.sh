@@ -101,6 +101,33 @@ grep -q '"tokenizer": "field"' "$TMP/full/model_params.json" && pass "field is t
 cmp -s "$TMP/full/$(wf "$TMP/full")" "$TMP/cut/$(wf "$TMP/cut")" && pass "resume: same weights as uninterrupted" ||
   fail "resume: weights differ"
 
+# Numbers as exports write them (R: "3e+05"; Python: "8.927999999999999") are
+# numeric columns, and the output holds plain numbers inside the train range.
+python3 - "$TMP/x.csv" <<'EOF'
+import csv, random, sys
+r = random.Random(2)
+with open(sys.argv[1], "w", newline="") as f:
+    w = csv.writer(f, lineterminator="\n")
+    w.writerow(["income", "rate"])
+    for i in range(60):
+        w.writerow([r.choice(["3e+05", "1e+05", str(r.randint(20, 90) * 1000)]),
+                    r.choice(["8.927999999999999", "-15.015999999999998", "%.4f" % r.uniform(-20, 20)])])
+EOF
+"$DS" train --input "$TMP/x.csv" --model-dir "$TMP/mx" "${SMALL[@]}" 2>"$TMP/xlog" &&
+  "$DS" generate --model-dir "$TMP/mx" --num-lines 100 --seed 2 --device cpu --output "$TMP/gx.csv" 2>>"$TMP/xlog" ||
+  fail "exported numbers: $(tail -2 "$TMP/xlog")"
+"$DS" info --model-dir "$TMP/mx" > "$TMP/xinfo" 2>&1
+grep -q "income: integer (D=0 normalized" "$TMP/xinfo" && grep -q "rate: decimal (D=4 normalized" "$TMP/xinfo" &&
+  pass "exported numbers: typed integer / decimal (normalized)" || fail "exported numbers: $(grep -E 'income|rate' "$TMP/xinfo")"
+python3 - "$TMP/gx.csv" <<'EOF' && pass "exported numbers: plain numbers in range" || fail "exported numbers: output"
+import csv, re, sys
+rows = list(csv.reader(open(sys.argv[1], newline="")))[1:]
+assert len(rows) == 100
+for inc, rate in rows:
+    assert re.fullmatch(r"[1-9][0-9]*", inc) and 20000 <= int(inc) <= 300000, inc
+    assert re.fullmatch(r"-?[0-9]+(\.[0-9]{1,4})?", rate) and -20.0 <= float(rate) <= 20.0, rate
+EOF
+
 # A tampered tokenizer.json (checksummed in model_params.json) is rejected.
 cp -r "$TMP/m" "$TMP/bad"
 sed -i 's/"rare_count": 2/"rare_count": 3/' "$TMP/bad/tokenizer.json"

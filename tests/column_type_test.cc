@@ -2,6 +2,7 @@
 // and the inference rules on closed cases, plus overrides.
 #include "schema/column_type.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -81,8 +82,13 @@ TEST(ColumnType, Inference) {
   EXPECT_EQ(trim.type, FieldType::kDecimal);
   EXPECT_EQ(trim.decimals, 2);
   EXPECT_TRUE(trim.trim);
-  // Mixed styles ("1.5" and "1.50") cannot be written back exactly: not decimal.
-  EXPECT_NE(Infer({"1.5", "1.50", "2.25"}).type, FieldType::kDecimal);
+  // Mixed styles ("1.5" and "1.50"): still numbers, compared by value.
+  auto mixed = Infer({"1.5", "1.50", "2.25"});
+  EXPECT_EQ(mixed.type, FieldType::kDecimal);
+  EXPECT_EQ(mixed.decimals, 2);
+  EXPECT_TRUE(mixed.normalized);
+  EXPECT_FALSE(dec.normalized);
+  EXPECT_FALSE(trim.normalized);
   // Scaled to the column's precision, a value would need more than 17 digits.
   EXPECT_NE(Infer({"12345678901234567", "0.5"}).type, FieldType::kDecimal);
   EXPECT_EQ(Infer({"12345678901234567", "5"}).type, FieldType::kInteger);
@@ -133,6 +139,75 @@ TEST(ColumnType, Overrides) {
   EXPECT_EQ(m->at("b c"), "datetime:%d.%m.%Y");
   EXPECT_FALSE(ParseFieldTypes("a").ok());
   EXPECT_FALSE(ParseFieldTypes("=text").ok());
+}
+
+TEST(ColumnType, DecimalParser) {
+  DecimalValue v;
+  ASSERT_TRUE(ParseDecimal("1.5E-3", &v));
+  EXPECT_EQ(uint64_t(v.mag), 15u);
+  EXPECT_EQ(v.scale, 4);
+  EXPECT_FALSE(v.plain);
+  ASSERT_TRUE(ParseDecimal("9.8988e+12", &v));
+  EXPECT_EQ(uint64_t(v.mag), 9898800000000u);
+  EXPECT_EQ(v.scale, 0);
+  ASSERT_TRUE(ParseDecimal("8.927999999999999", &v));  // float noise: 3 decimals carried
+  EXPECT_EQ(v.scale, 15);
+  EXPECT_EQ(v.precision, 3);
+  int64_t s = 0;
+  ASSERT_TRUE(ScaleDecimal(v, 4, &s));
+  EXPECT_EQ(s, 89280);
+  ASSERT_TRUE(ParseDecimal("0.30000000000000004", &v));
+  EXPECT_EQ(v.precision, 1);
+  ASSERT_TRUE(ParseDecimal("1.50", &v));  // trailing zeros are written precision
+  EXPECT_EQ(v.precision, 2);
+  ASSERT_TRUE(ParseDecimal("27.96180937", &v));
+  EXPECT_EQ(v.precision, 8);
+  ASSERT_TRUE(ParseDecimal("-2.5", &v));
+  ASSERT_TRUE(ScaleDecimal(v, 0, &s));
+  EXPECT_EQ(s, -3);  // half away from zero
+  for (const char* bad : {"", "-", "007", "+1", "1.", ".5", "1e", "1e+", "1e9999", "1,5", " 1",
+                          "abc", "0x1F", "1e-99", "123456789012345678901234567890123456789"})
+    EXPECT_FALSE(ParseDecimal(bad, &v)) << bad;
+  ASSERT_TRUE(ParseDecimal("1e20", &v));
+  EXPECT_FALSE(ScaleDecimal(v, 0, &s));  // more than 17 digits
+}
+
+// Real exports: R writes large numbers with an exponent ("3e+05"), Python
+// leaves float noise ("8.927999999999999"), a column of one-decimal values can
+// hold one stray value with 8 decimals. All stay numbers.
+TEST(ColumnType, NumbersAsExported) {
+  auto income = Infer({"35000", "3e+05", "72000", "1e+05", "50100"});
+  EXPECT_EQ(income.type, FieldType::kInteger);
+  EXPECT_TRUE(income.normalized);
+  int64_t s = 0;
+  ASSERT_TRUE(ScaleToColumn(income, "3e+05", &s));
+  EXPECT_EQ(s, 300000);
+  EXPECT_TRUE(ValueFitsType(income, "2.5e4"));
+  EXPECT_FALSE(ValueFitsType(income, "x"));
+  auto noisy = Infer({"8.0777", "8.927999999999999", "14.2", "-15.015999999999998", "3.0905"});
+  EXPECT_EQ(noisy.type, FieldType::kDecimal);
+  EXPECT_EQ(noisy.decimals, 4);
+  EXPECT_TRUE(noisy.trim);
+  EXPECT_TRUE(noisy.normalized);
+  ASSERT_TRUE(ScaleToColumn(noisy, "-15.015999999999998", &s));
+  EXPECT_EQ(s, -150160);
+  EXPECT_EQ(FormatNumber(s, noisy.decimals, noisy.trim), "-15.016");
+  std::vector<std::string> rates;
+  for (int i = 0; i < 300; ++i) rates.push_back(fmt::format("{}.{}", 10 + i % 90, i % 10));
+  rates.push_back("27.96180937");
+  auto stray = Infer(rates);
+  EXPECT_EQ(stray.type, FieldType::kDecimal);
+  EXPECT_EQ(stray.decimals, 1);  // not 8: one value in 301 is rounded
+  EXPECT_TRUE(stray.normalized);
+  ASSERT_TRUE(ScaleToColumn(stray, "27.96180937", &s));
+  EXPECT_EQ(s, 280);
+  rates.resize(50);  // under 100 values nothing is rounded: D covers them all
+  rates.push_back("27.96180937");
+  EXPECT_EQ(Infer(rates).decimals, 8);
+  // Forcing never rounds: every value of a forced integer column is whole.
+  EXPECT_EQ(Infer({"3e+05", "7"}, "integer").type, FieldType::kInteger);
+  std::vector<std::string_view> half = {"1", "2.5"};
+  EXPECT_FALSE(InferColumnType(half, "integer").ok());
 }
 
 TEST(ColumnType, ValueFits) {

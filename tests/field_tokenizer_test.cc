@@ -181,6 +181,50 @@ std::vector<int32_t> SampleUnderMask(const FieldTokenizer& t, Philox* rng, bool 
   return ids;
 }
 
+// A column of repeated names with too many distinct values for a token each
+// (12,000 rows, 5,500 names: over the 5,000-category limit, text) is closed
+// text: spelled by chars, but masked walks only ever spell names seen, an
+// unseen name is not a value (CheckFields), and save / load keeps it closed.
+TEST(FieldTokenizer, ClosedTextSpellsOnlySeenValues) {
+  const std::vector<std::string> header = {"city", "n"};
+  std::vector<std::vector<std::string>> recs;
+  std::set<std::string> names;
+  for (int i = 0; i < 12000; ++i) {
+    const int k = (i * 7919) % 5500;
+    std::string name = fmt::format("{}{}ville", char('A' + k % 26), k);
+    names.insert(name);
+    recs.push_back({name, std::to_string(i % 10)});
+  }
+  auto t = FieldTokenizer::Train(header, recs, FieldTokenizerOptions{});
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const auto& col = (*t)->columns()[0];
+  ASSERT_EQ(col.type.type, FieldType::kId);
+  EXPECT_EQ(col.closed.size(), names.size());
+  Philox rng(3, 1);
+  for (int i = 0; i < 200; ++i) {
+    auto ids = SampleUnderMask(**t, &rng, i % 7 == 0);
+    std::vector<std::string> f;
+    ASSERT_EQ((*t)->DecodeRecord(ids, &f), "");
+    EXPECT_TRUE(names.count(f[0])) << f[0];
+  }
+  EXPECT_NE((*t)->CheckFields({"Zinvented", "3"}), "");
+  EXPECT_NE((*t)->CheckFields({"A0vill", "3"}), "");  // a prefix of a name is not a name
+  EXPECT_EQ((*t)->CheckFields({recs[5][0], "3"}), "");
+  const std::string dir = testing::TempDir() + "/field_tok_closed";
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE((*t)->Save(dir).ok());
+  auto l = LoadTokenizer(dir);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_NE((*l)->CheckFields({"Zinvented", "3"}), "");
+  // A free-text column (values mostly distinct) stays open.
+  recs.resize(100);
+  for (int i = 0; i < 100; ++i) recs[i][0] = fmt::format("line {} of the log", i);
+  auto open = FieldTokenizer::Train(header, recs, FieldTokenizerOptions{});
+  ASSERT_TRUE(open.ok());
+  EXPECT_TRUE((*open)->columns()[0].closed.empty());
+  std::filesystem::remove_all(dir);
+}
+
 TEST(FieldTokenizer, MaskAllowsOnlyLegalTokens) {
   auto t = Train();
   ASSERT_TRUE(t);
@@ -286,6 +330,39 @@ TEST(FieldTokenizer, SaveLoadAndCorruptFiles) {
   EXPECT_TRUE(corrupt([](nlohmann::json& j) { j["field"]["columns"] = nlohmann::json::array(); }));
   EXPECT_TRUE(corrupt([](nlohmann::json& j) { j["specials"] = {"<n>", "<d>"}; }));
   EXPECT_TRUE(corrupt([&](nlohmann::json& j) { cols(j)[0]["values"] = 7; }));
+  std::filesystem::remove_all(dir);
+}
+
+// Numbers as exports write them (R's exponents, Python's float noise) are a
+// numeric column, read by value: encoded, decoded at the column's precision,
+// type-checked, and the normalized flag survives save / load.
+TEST(FieldTokenizer, NormalizedNumbersRoundTripByValue) {
+  const std::vector<std::string> header = {"inc", "x"};
+  std::vector<std::vector<std::string>> recs;
+  for (int i = 0; i < 40; ++i)
+    recs.push_back({std::to_string(30000 + 1000 * i), fmt::format("{}.{:04d}", i % 9, i * 37)});
+  recs[3] = {"3e+05", "8.927999999999999"};
+  auto t = FieldTokenizer::Train(header, recs, FieldTokenizerOptions{});
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const auto& c = (*t)->columns();
+  EXPECT_EQ(c[0].type.type, FieldType::kInteger);
+  EXPECT_EQ(c[1].type.type, FieldType::kDecimal);
+  EXPECT_EQ(c[1].type.decimals, 4);
+  EXPECT_TRUE(c[0].type.normalized && c[1].type.normalized);
+  std::vector<int32_t> ids;
+  ASSERT_TRUE((*t)->EncodeRecord(recs[3], &ids).ok());
+  std::vector<std::string> back;
+  EXPECT_EQ((*t)->DecodeRecord(std::span<const int32_t>(ids.data(), ids.size() - 1), &back), "");
+  EXPECT_EQ(back, (std::vector<std::string>{"300000", "8.9280"}));  // fixed style
+  EXPECT_EQ((*t)->CheckFields({"3e+05", "8.927999999999999"}), "");
+  EXPECT_EQ((*t)->CheckFields(back), "");
+  EXPECT_NE((*t)->CheckFields({"3e+06", "1"}), "");  // outside the learned range
+  const std::string dir = testing::TempDir() + "/field_tok_norm";
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE((*t)->Save(dir).ok());
+  auto l = LoadTokenizer(dir);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ((*l)->CheckFields({"3e+05", "8.927999999999999"}), "");
   std::filesystem::remove_all(dir);
 }
 

@@ -87,6 +87,101 @@ int64_t Rescale(const ScaledNumber& n, int decimals) {
   return n.scaled * Pow10(decimals - n.decimals);
 }
 
+namespace {
+
+using u128 = unsigned __int128;
+
+u128 Pow10W(int n) {  // n <= 38
+  u128 p = 1;
+  for (int i = 0; i < n; ++i) p *= 10;
+  return p;
+}
+
+// Decimals the value carries: the fewest d <= scale at which rounding changes
+// it by at most 1e-12 of itself; `scale` when only zeros would be dropped (the
+// written precision of "1.50" is 2) or when no such d exists.
+int Precision(u128 mag, int scale) {
+  for (int d = 0; d < scale; ++d) {
+    const u128 q = Pow10W(scale - d), r = mag % q;
+    const u128 err = std::min(r, q - r);
+    if (err == 0) return scale;  // exact at d: trailing zeros, keep as written
+    if (mag / 1000000000000ull >= err || (mag < 1000000000000ull && err * 1000000000000ull <= mag))
+      return d;
+  }
+  return scale;
+}
+
+}  // namespace
+
+bool ParseDecimal(std::string_view s, DecimalValue* out) {
+  DecimalValue v;
+  size_t i = 0;
+  if (i < s.size() && s[i] == '-') {
+    v.neg = true;
+    ++i;
+  }
+  const size_t int_start = i;
+  while (i < s.size() && IsDigit(s[i])) ++i;
+  const size_t int_len = i - int_start;
+  if (int_len == 0 || (int_len > 1 && s[int_start] == '0')) return false;
+  size_t frac_len = 0;
+  const size_t frac_start = i + 1;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    while (i < s.size() && IsDigit(s[i])) ++i;
+    frac_len = i - frac_start;
+    if (frac_len == 0) return false;
+  }
+  int exp = 0;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    v.plain = false;
+    ++i;
+    bool eneg = false;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) eneg = s[i++] == '-';
+    const size_t e0 = i;
+    while (i < s.size() && IsDigit(s[i]) && i - e0 < 3) exp = exp * 10 + (s[i++] - '0');
+    if (i == e0) return false;
+    if (eneg) exp = -exp;
+  }
+  if (i != s.size()) return false;
+  size_t sig = 0;  // significant digits (leading zeros of "0.00012" are not)
+  u128 mag = 0;
+  for (size_t k = int_start; k < int_start + int_len + (frac_len ? frac_len + 1 : 0); ++k) {
+    if (s[k] == '.') continue;
+    if (mag == 0 && s[k] == '0') continue;
+    if (++sig > 38) return false;
+    mag = mag * 10 + u128(s[k] - '0');
+  }
+  int scale = int(frac_len) - exp;
+  if (scale < 0) {
+    if (sig + size_t(-scale) > 38) return false;
+    mag *= Pow10W(-scale);
+    scale = 0;
+  }
+  if (scale > 38) return false;  // below 1e-38: not a value of a table
+  v.mag = mag;
+  v.scale = scale;
+  v.precision = Precision(mag, scale);
+  *out = v;
+  return true;
+}
+
+bool ScaleDecimal(const DecimalValue& v, int decimals, int64_t* scaled) {
+  u128 m = v.mag;
+  if (decimals >= v.scale) {
+    const int up = decimals - v.scale;
+    if (up > 17 || m >= Pow10W(17 - up)) return false;
+    m *= Pow10W(up);
+  } else {
+    const u128 q = Pow10W(v.scale - decimals);
+    const u128 r = m % q;
+    m = m / q + (2 * r >= q ? 1 : 0);
+  }
+  if (m >= u128(100000000000000000ull)) return false;
+  *scaled = v.neg ? -int64_t(m) : int64_t(m);
+  return true;
+}
+
 // ---- dates ----
 
 int DaysInMonth(int year, int month) {
@@ -216,34 +311,43 @@ bool IsMissing(std::string_view s) {
 
 namespace {
 
-// Numeric parameters of the non-missing values; false if any is not a number
-// (or `integer` and one has decimals).
-bool NumericParams(const std::vector<std::string_view>& vals, bool integer, ColumnSchema* t) {
-  int dmax = 0, imax = 0;
-  ScaledNumber n;
-  for (auto v : vals) {
-    if (!ParseNumber(v, &n) || (integer && n.decimals > 0)) return false;
-    dmax = std::max(dmax, n.decimals);
-    const int sign = v[0] == '-' ? 1 : 0;
-    imax = std::max(imax, int(v.size()) - sign - (n.decimals ? n.decimals + 1 : 0));
+// Numeric parameters of the non-missing values (see "Numbers" in the header);
+// false if any is not a number, or `integer` and the precision is not 0.
+bool NumericParams(const std::vector<std::string_view>& vals, bool integer, bool forced,
+                   ColumnSchema* t) {
+  std::vector<DecimalValue> parsed(vals.size());
+  std::vector<int64_t> at(10, 0);  // values of each precision (10+ counted at 9)
+  for (size_t k = 0; k < vals.size(); ++k) {
+    if (!ParseDecimal(vals[k], &parsed[k])) return false;
+    ++at[size_t(std::min(parsed[k].precision, 9))];
   }
-  // Every value scaled to the column's precision must keep within 17 digits.
-  if (imax + std::max(dmax, integer ? 0 : 1) > 17) return false;
-  if (integer) {
-    t->decimals = 0;
-    return true;
+  // D: the smallest precision that all but 1% of the values have (all of a
+  // forced column's, so that forcing never rounds).
+  const int64_t spare = forced ? 0 : int64_t(vals.size()) / 100;
+  int dmax = 9;
+  for (int64_t above = 0, d = 9; d >= 0; --d) {  // the smallest d with <= spare above it
+    if (above > spare) break;
+    dmax = int(d);
+    above += at[size_t(d)];
   }
-  if (dmax == 0) dmax = 1;  // a decimal column of whole numbers: "trim" style
-  bool fixed = true, trim = true;
-  for (auto v : vals) {
-    ParseNumber(v, &n);
-    const int64_t s = Rescale(n, dmax);
-    if (FormatNumber(s, dmax, false) != v) fixed = false;
-    if (FormatNumber(s, dmax, true) != v) trim = false;
-    if (!fixed && !trim) return false;
+  if (integer && dmax > 0) return false;
+  if (!integer && dmax == 0 && forced) dmax = 1;  // a forced decimal column of whole numbers
+  bool fixed = true, trim = true, normalized = false;
+  for (size_t k = 0; k < vals.size(); ++k) {
+    const DecimalValue& v = parsed[k];
+    int64_t s;
+    if (!ScaleDecimal(v, dmax, &s)) return false;
+    if (!v.plain || v.precision != v.scale || v.scale > dmax) {
+      normalized = true;
+      continue;
+    }
+    if (FormatNumber(s, dmax, false) != vals[k]) fixed = false;
+    if (FormatNumber(s, dmax, true) != vals[k]) trim = false;
   }
+  if (!fixed && !trim) normalized = true;
   t->decimals = dmax;
   t->trim = !fixed;
+  t->normalized = normalized;
   return true;
 }
 
@@ -311,10 +415,10 @@ Result<ColumnSchema> InferColumnType(const std::vector<std::string_view>& values
     };
     switch (t.type) {
       case FieldType::kInteger:
-        if (!NumericParams(present, true, &t)) return bad("an integer");
+        if (!NumericParams(present, true, true, &t)) return bad("an integer");
         break;
       case FieldType::kDecimal:
-        if (!NumericParams(present, false, &t)) return bad("a decimal with one style");
+        if (!NumericParams(present, false, true, &t)) return bad("a number");
         break;
       case FieldType::kDatetime:
         if (!arg.empty()) DS_RETURN_IF_ERROR(DateFormat::Parse(arg).status());
@@ -336,10 +440,8 @@ Result<ColumnSchema> InferColumnType(const std::vector<std::string_view>& values
   } else if (t.distinct == 1) {
     t.type = FieldType::kConstant;
     t.constant = std::string(values[0]);
-  } else if (!present.empty() && NumericParams(present, true, &t)) {
-    t.type = FieldType::kInteger;
-  } else if (!present.empty() && NumericParams(present, false, &t)) {
-    t.type = FieldType::kDecimal;
+  } else if (!present.empty() && NumericParams(present, false, false, &t)) {
+    t.type = t.decimals == 0 ? FieldType::kInteger : FieldType::kDecimal;
   } else if (DatetimeParams(present, "", &t)) {
     t.type = FieldType::kDatetime;
   } else if (double(t.distinct) <= std::max(20.0, 0.9 * double(values.size())) &&
@@ -357,11 +459,8 @@ bool ValueFitsType(const ColumnSchema& t, std::string_view v) {
   switch (t.type) {
     case FieldType::kInteger:
     case FieldType::kDecimal: {
-      if (IsMissing(v)) return true;
-      ScaledNumber n;
-      if (!ParseNumber(v, &n) || n.decimals > t.decimals) return false;
-      if (t.type == FieldType::kInteger) return n.decimals == 0;
-      return FormatNumber(Rescale(n, t.decimals), t.decimals, t.trim) == v;
+      int64_t s;
+      return IsMissing(v) || ScaleToColumn(t, v, &s);
     }
     case FieldType::kDatetime: {
       if (IsMissing(v)) return true;
@@ -373,6 +472,13 @@ bool ValueFitsType(const ColumnSchema& t, std::string_view v) {
     case FieldType::kEmpty: return v.empty();
     default: return true;
   }
+}
+
+bool ScaleToColumn(const ColumnSchema& t, std::string_view v, int64_t* scaled) {
+  DecimalValue d;
+  if (!ParseDecimal(v, &d) || !ScaleDecimal(d, t.decimals, scaled)) return false;
+  if (t.normalized) return true;
+  return d.plain && d.scale <= t.decimals && FormatNumber(*scaled, t.decimals, t.trim) == v;
 }
 
 Result<std::map<std::string, std::string>> ParseFieldTypes(std::string_view spec) {

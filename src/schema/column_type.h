@@ -4,12 +4,11 @@
 //
 // Types (FieldType):
 //   categorical  a set of values, one token each (missing spellings included)
-//   integer      [-](0|[1-9][0-9]*), at most 17 digits
-//   decimal      [-](0|[1-9][0-9]*).[0-9]{1,9}, written back at the column's
-//                precision D (the most decimals seen) in the column's style:
-//                "fixed" (every value has exactly D decimals: "1.50") or
-//                "trim" (trailing zeros dropped: "1.5", "2"); a column whose
-//                values follow neither (both "1.5" and "1.50") is not decimal
+//   integer      numbers at precision 0, at most 17 digits
+//   decimal      numbers at precision D (1..9), written back at D in the
+//                column's style: "fixed" (every value has exactly D
+//                decimals: "1.50") or "trim" (trailing zeros dropped: "1.5",
+//                "2"); see "Numbers" below for D and normalized columns
 //   datetime     one of the formats of DatetimeFormats() (ISO dates and
 //                date-times, m/d/Y and d/m/Y, padded or not); every value is
 //                a real date (day within its month, leap years)
@@ -26,11 +25,19 @@
 // Inference rules (InferColumnType), first match wins, over the non-missing
 // values N of a column of n rows:
 //   every value "" -> empty; one distinct value (missing included) ->
-//   constant; N non-empty and all integers -> integer; all decimals with one
-//   style -> decimal; all parse under one datetime format (first in the list
+//   constant; N non-empty and all numbers (ParseDecimal) -> integer when the
+//   precision D is 0, else decimal (below); all parse under one datetime format (first in the list
 //   order; m/d before d/m) -> datetime; distinct <= max(20, 0.9 n) and
 //   distinct <= max_categories -> categorical; no whitespace and mean length
 //   <= 40 -> id; else text.
+// Numbers: each value carries a precision (its decimals, float noise left
+// out); D = the smallest precision that at least 99% of the values have
+// (capped at 9), so that one stray value with 8 decimals does not give a
+// column of one-decimal values 8 digit tokens. Values written plainly at
+// precision <= D keep their spelling; the column's style is "fixed" when all of
+// them have D decimals, else "trim". A column where some value is re-spelled
+// (an exponent written out, noise or decimals past D rounded, both "1.5" and
+// "1.50") is `normalized`: values are compared by value, written at D.
 // Overrides (field_types): "categorical", "integer", "decimal", "datetime",
 // "datetime:<format>" (e.g. "datetime:%d.%m.%Y"), "text", "id", "constant",
 // "empty"; the parameters (precision, style, format) are inferred for the
@@ -67,6 +74,24 @@ bool ParseNumber(std::string_view s, ScaledNumber* out);
 std::string FormatNumber(int64_t scaled, int decimals, bool trim);
 // Rescales a parsed number to `decimals` places (>= n.decimals).
 int64_t Rescale(const ScaledNumber& n, int decimals);
+
+// A number as numeric columns read it: ParseNumber's plain form, any number of
+// decimals, or an exponent ("3e+05", "9.8988e+12", "1.5E-3"); no redundant
+// leading zero, no "+", ".5" or "1."; at most 38 significant digits. The
+// value is exactly mag / 10^scale (scale may exceed 9; exponents folded in).
+struct DecimalValue {
+  bool neg = false;
+  unsigned __int128 mag = 0;
+  int scale = 0;           // >= 0
+  bool plain = true;       // written without an exponent
+  int precision = 0;       // decimals the value carries: `scale`, or fewer when
+                           // the written digits past them are float noise
+                           // (8.927999999999999 -> 3: off by < 1e-12 relative)
+};
+bool ParseDecimal(std::string_view s, DecimalValue* out);
+// `v` at `decimals` places, rounded half away from zero; false when the result
+// needs more than 17 digits.
+bool ScaleDecimal(const DecimalValue& v, int decimals, int64_t* scaled);
 
 // ---- dates ----
 struct DateTime {
@@ -111,6 +136,9 @@ struct ColumnSchema {
   int64_t missing = 0;        // rows with a missing spelling
   int64_t distinct = 0;       // distinct values (missing spellings included)
   std::string constant;       // constant: the value
+  bool normalized = false;    // numeric: some values are re-spelled when read (an
+                              // exponent written out, float noise or decimals past D
+                              // rounded, a second style); any number then fits
 };
 
 struct TypingOptions {
@@ -127,6 +155,10 @@ Result<ColumnSchema> InferColumnType(const std::vector<std::string_view>& values
 // count for numeric / datetime columns; categorical membership and ranges are
 // the tokenizer's business).
 bool ValueFitsType(const ColumnSchema& t, std::string_view value);
+
+// A numeric column's (non-missing) value scaled to the column's precision D:
+// exact for the values ValueFitsType accepts; false for the others.
+bool ScaleToColumn(const ColumnSchema& t, std::string_view value, int64_t* scaled);
 
 // field_types: "col=type;col2=datetime:%d.%m.%Y" -> map. Errors name the part.
 Result<std::map<std::string, std::string>> ParseFieldTypes(std::string_view spec);

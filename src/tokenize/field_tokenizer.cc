@@ -148,9 +148,9 @@ Result<std::unique_ptr<FieldTokenizer>> FieldTokenizer::Train(
           ylo = std::min(ylo, d.year);
           yhi = std::max(yhi, d.year);
         } else {
-          ScaledNumber n;
-          ParseNumber(v, &n);
-          scaled.push_back(Rescale(n, col.type.decimals));
+          int64_t sv = 0;
+          ScaleToColumn(col.type, v, &sv);
+          scaled.push_back(sv);
         }
       }
       col.missing.assign(missing.begin(), missing.end());
@@ -161,18 +161,61 @@ Result<std::unique_ptr<FieldTokenizer>> FieldTokenizer::Train(
       }
     } else if (IsText(ft)) {
       std::set<std::string> chars;
+      std::set<std::string_view> distinct;
       for (auto v : vals) {
         auto cs = SplitChars(v);
         col.max_len = std::max(col.max_len, int(cs.size()));
         if (v.empty()) col.empty_ok = true;
         chars.insert(cs.begin(), cs.end());
+        distinct.insert(v);
       }
       col.chars.assign(chars.begin(), chars.end());
+      const bool forced = it != opts.field_types.end();
+      if (!forced && double(distinct.size()) <= kClosedTextShare * double(vals.size()))
+        col.closed.assign(distinct.begin(), distinct.end());
     }
     t->cols_.push_back(std::move(col));
   }
   DS_RETURN_IF_ERROR(t->Finalize());
   return t;
+}
+
+// The trie of a closed text column (c.index maps a char to its offset);
+// values must be sorted, unique, and spelled with the column's chars.
+Status FieldTokenizer::BuildTrie(Column* c) {
+  c->trie.assign(1, {});
+  c->terminal.assign(1, false);
+  if (c->closed.empty()) return Status::Ok();
+  for (size_t i = 0; i < c->closed.size(); ++i) {
+    const std::string& v = c->closed[i];
+    if (i && !(c->closed[i - 1] < v))
+      return DS_ERR(kCorrupt, "column '{}': closed values not sorted and unique", c->name);
+    auto cs = SplitChars(v);
+    if (int(cs.size()) > c->max_len || (cs.empty() && !c->empty_ok))
+      return DS_ERR(kCorrupt, "column '{}': closed value '{}' does not fit", c->name, v);
+    int node = 0;
+    for (const auto& ch : cs) {
+      auto it = c->index.find(ch);
+      if (it == c->index.end())
+        return DS_ERR(kCorrupt, "column '{}': closed value '{}' has an unknown char", c->name, v);
+      auto& edges = c->trie[size_t(node)];
+      auto e = std::lower_bound(edges.begin(), edges.end(), std::make_pair(it->second, -1));
+      if (e == edges.end() || e->first != it->second) {
+        e = edges.insert(e, {it->second, int(c->trie.size())});
+        c->trie.emplace_back();
+        c->terminal.push_back(false);
+      }
+      node = e->second;
+    }
+    c->terminal[size_t(node)] = true;
+  }
+  return Status::Ok();
+}
+
+int FieldTokenizer::TrieChild(const Column& c, int node, int off) {
+  const auto& edges = c.trie[size_t(node)];
+  auto e = std::lower_bound(edges.begin(), edges.end(), std::make_pair(off, -1));
+  return e != edges.end() && e->first == off ? e->second : -1;
 }
 
 // Assigns ids and builds the lookups; checks what loading must reject.
@@ -256,6 +299,7 @@ Status FieldTokenizer::Finalize() {
       if (c.max_len == 0 && !c.empty_ok)
         return DS_ERR(kCorrupt, "column '{}': no value can be written", c.name);
       c.size = int(c.chars.size()) + 1;
+      DS_RETURN_IF_ERROR(BuildTrie(&c));
     } else {
       c.size = 0;
     }
@@ -307,6 +351,8 @@ Status FieldTokenizer::EncodeValue(int ci, std::string_view v, std::vector<int32
     return Status::Ok();
   }
   if (IsText(ft)) {
+    if (!c.closed.empty() && !std::binary_search(c.closed.begin(), c.closed.end(), v))
+      return not_seen();
     auto cs = SplitChars(v);
     if (int(cs.size()) > c.max_len || (cs.empty() && !c.empty_ok))
       return DS_ERR(kInvalidInput, "column '{}': '{}' is longer than any training value", c.name,
@@ -340,9 +386,8 @@ Status FieldTokenizer::EncodeValue(int ci, std::string_view v, std::vector<int32
     for (size_t p = 0; p < parts.size(); ++p) out->push_back(c.part_base[p] + vals[int(parts[p])]);
     return Status::Ok();
   }
-  ScaledNumber n;
-  ParseNumber(v, &n);
-  const int64_t s = Rescale(n, c.type.decimals);
+  int64_t s = 0;
+  ScaleToColumn(c.type, v, &s);
   if (c.edges.empty() || s < c.edges.front() || s >= c.edges.back())
     return DS_ERR(kInvalidInput, "column '{}': {} is outside the training range", c.name,
                   std::string(v));
@@ -424,6 +469,7 @@ void FieldTokenizer::Complete(Cursor* c, std::string value, std::vector<std::str
   c->bin = -1;
   c->acc = 0;
   c->len = 0;
+  c->node = 0;
   c->text.clear();
   SkipEmpty(c, fields);
 }
@@ -517,13 +563,18 @@ void FieldTokenizer::Advance(Cursor* c, int32_t id, std::vector<std::string>* fi
     case FieldType::kText:
     case FieldType::kId:
       if (off == int(col.chars.size())) {
-        if (c->len == 0 && !col.empty_ok) {
+        if ((c->len == 0 && !col.empty_ok) ||
+            (!col.closed.empty() && !col.terminal[size_t(c->node)])) {
           c->broken = true;
           return;
         }
         return Complete(c, std::move(c->text), fields);
       }
       if (c->len >= col.max_len) {
+        c->broken = true;
+        return;
+      }
+      if (!col.closed.empty() && (c->node = TrieChild(col, c->node, off)) < 0) {
         c->broken = true;
         return;
       }
@@ -551,6 +602,15 @@ void FieldTokenizer::Mask(const Cursor& c, float* logits) const {
   } else if (col.type.type == FieldType::kDatetime && !col.part_base.empty() &&
              col.format->parts()[size_t(c.part)] == DatePart::kDay) {
     for (int d = DaysInMonth(c.dt.year, c.dt.month); d < 31; ++d) logits[lo + d] = kNeg;
+  } else if (IsText(col.type.type) && !col.closed.empty()) {
+    const int eof = col.base + int(col.chars.size());
+    const auto& edges = col.trie[size_t(c.node)];
+    size_t e = 0;
+    for (int off = 0; off < int(col.chars.size()); ++off) {
+      while (e < edges.size() && edges[e].first < off) ++e;
+      if (e >= edges.size() || edges[e].first != off) logits[col.base + off] = kNeg;
+    }
+    if (!col.terminal[size_t(c.node)]) logits[eof] = kNeg;
   } else if (IsText(col.type.type)) {
     const int eof = col.base + int(col.chars.size());
     if (c.len >= col.max_len) {
@@ -609,7 +669,9 @@ std::string FieldTokenizer::Describe() const {
       case FieldType::kInteger:
       case FieldType::kDecimal:
         what += fmt::format(" (D={}{}, {} bins, {} digits)", c.type.decimals,
-                            c.type.trim ? " trim" : "", c.edges.size() ? c.edges.size() - 1 : 0,
+                            std::string(c.type.trim ? " trim" : "") +
+                                (c.type.normalized ? " normalized" : ""),
+                            c.edges.size() ? c.edges.size() - 1 : 0,
                             c.nd);
         break;
       case FieldType::kDatetime:
@@ -617,7 +679,8 @@ std::string FieldTokenizer::Describe() const {
         break;
       case FieldType::kText:
       case FieldType::kId:
-        what += fmt::format(" ({} chars, up to {})", c.chars.size(), c.max_len);
+        what += fmt::format(" ({} chars, up to {}{})", c.chars.size(), c.max_len,
+                            c.closed.empty() ? "" : fmt::format("; closed: {} values", c.closed.size()));
         break;
       default: break;
     }
@@ -635,6 +698,7 @@ nlohmann::json FieldTokenizer::SchemaJson() const {
     if (IsNumeric(c.type.type)) {
       j["decimals"] = c.type.decimals;
       j["trim"] = c.type.trim;
+      if (c.type.normalized) j["normalized"] = true;  // absent: false (older models)
     }
     if (c.type.type == FieldType::kDatetime) j["format"] = c.type.format;
     if (c.type.type == FieldType::kConstant) j["constant"] = c.type.constant;
@@ -680,6 +744,7 @@ Status FieldTokenizer::Save(const std::string& dir) const {
         o["chars"] = c.chars;
         o["max_len"] = c.max_len;
         o["empty_ok"] = c.empty_ok;
+        if (!c.closed.empty()) o["closed"] = c.closed;  // absent: open (older models)
         break;
       default: break;
     }
@@ -733,6 +798,7 @@ Result<std::unique_ptr<Tokenizer>> FieldTokenizer::Load(const nlohmann::json& j,
     } else if (IsNumeric(ft)) {
       c.type.decimals = int(JsonInt(o, "decimals", 0, 9, where));
       c.type.trim = JsonBool(o, "trim", where);
+      c.type.normalized = o.contains("normalized") && JsonBool(o, "normalized", where);
       c.missing = StringList(o, "missing", 16, where);
       const auto& e = JsonArray(o, "edges", size_t(kExactBins) + 1, where);
       for (const auto& v : e) {
@@ -751,6 +817,7 @@ Result<std::unique_ptr<Tokenizer>> FieldTokenizer::Load(const nlohmann::json& j,
       c.chars = StringList(o, "chars", 0x110000, where);
       c.max_len = int(JsonInt(o, "max_len", 0, 1 << 20, where));
       c.empty_ok = JsonBool(o, "empty_ok", where);
+      if (o.contains("closed")) c.closed = StringList(o, "closed", size_t(1) << 22, where);
     } else if (ft == FieldType::kConstant) {
       c.type.constant = JsonString(o, "constant", where);
     }

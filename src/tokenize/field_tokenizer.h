@@ -23,7 +23,10 @@
 //                minute, second tokens that the column's format has (year
 //                within the learned years; written back in the format)
 //   text / id    one token per code point of the column's text, then <eof>
-//                (at most the longest length seen; empty only if seen)
+//                (at most the longest length seen; empty only if seen); a
+//                "closed" text column (inferred text whose values repeat: at
+//                most half of them distinct) only spells values seen
+//                (kClosedTextShare)
 //   constant /   no token: the value is written back
 //   empty
 // Every (column, part) has its own contiguous id range, so a token's id tells
@@ -70,6 +73,9 @@ class FieldTokenizer final : public Tokenizer {
   static constexpr int kRowsPerBin = 40;
   static constexpr int kExactBins = 100;
   static constexpr int kRowsPerExactBin = 30;
+  // An inferred text / id column with distinct values <= this share of its
+  // rows is closed (its values repeat: names, not free text or ids).
+  static constexpr double kClosedTextShare = 0.5;
 
   struct Column {
     std::string name;
@@ -87,10 +93,17 @@ class FieldTokenizer final : public Tokenizer {
     std::vector<std::string> chars;
     int max_len = 0;
     bool empty_ok = false;
+    // Closed text: a column of repeated values with too many distinct ones
+    // for a token each (city names): spelled by chars, but only the values
+    // seen (sorted, unique); empty = open text.
+    std::vector<std::string> closed;
     // derived
     std::unordered_map<std::string, int> index;  // categorical value / missing / char -> offset
     std::vector<int> part_base;                  // datetime: id of each part's first token
     std::unique_ptr<DateFormat> format;
+    // closed text: a trie over `closed`; node 0 is the root; edges by char offset
+    std::vector<std::vector<std::pair<int, int>>> trie;  // [node] -> sorted (char, child)
+    std::vector<bool> terminal;                          // [node]: a value ends here
   };
 
   // Decoding / masking position in a record.
@@ -101,6 +114,7 @@ class FieldTokenizer final : public Tokenizer {
     int64_t acc = 0;  // numeric residual digits so far / datetime year
     int month = 0;
     int len = 0;     // text code points so far
+    int node = 0;    // closed text: trie node of the text so far
     uint64_t hash = 1469598103934665603ull;  // decoding: hash of the record's ids
     bool broken = false;
     DateTime dt;       // datetime parts so far
@@ -168,6 +182,8 @@ class FieldTokenizer final : public Tokenizer {
   Status EncodeValue(int col, std::string_view v, std::vector<int32_t>* out) const;
   Status EncodeLeading(const std::vector<std::string>& fields, std::vector<int32_t>* out) const;
   Status Finalize();  // ids, indexes, names; checks
+  static Status BuildTrie(Column* c);
+  static int TrieChild(const Column& c, int node, int off);  // -1: none
   void Complete(Cursor* c, std::string value, std::vector<std::string>* fields) const;
   void SkipEmpty(Cursor* c, std::vector<std::string>* fields) const;
   // [lo, hi) of the current part's ids.
