@@ -27,6 +27,7 @@
 #include "io/input.h"
 #include "model/model_dir.h"
 #include "tabular/association.h"
+#include "util/subprocess.h"
 #include "util/fs.h"
 
 namespace ds {
@@ -96,18 +97,7 @@ Result<char> ChooseBatchDelimiter(const RowTable& t) {
 class PipeObserver : public TrainObserver {
  public:
   explicit PipeObserver(int fd) : fd_(fd) {}
-  void Send(const Json& j) {
-    std::string s = Dump(j) + "\n";
-    const char* p = s.data();
-    size_t left = s.size();
-    while (left > 0) {
-      ssize_t n = ::write(fd_, p, left);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return;  // parent gone
-      p += n;
-      left -= size_t(n);
-    }
-  }
+  void Send(const Json& j) { (void)WriteAll(fd_, Dump(j) + "\n"); }  // false: parent gone
   void OnInfo(const std::string& m) override { Send({{"t", "info"}, {"m", m}}); }
   void OnEpoch(const EpochResult& r) override {
     Json j = EpochToJson(r);
@@ -152,8 +142,7 @@ class PipeObserver : public TrainObserver {
 }
 
 struct Child {
-  pid_t pid = -1;
-  int fd = -1;
+  Subprocess proc;
   int batch = 0;
   std::string buf;
   bool done = false;
@@ -164,35 +153,26 @@ struct Child {
 
 void HandleLine(Child& c, const std::string& line, TabularObserver& obs);
 
+// Passes on the complete lines the child has sent.
+void HandleLines(Child& c, TabularObserver& obs) {
+  size_t pos;
+  while ((pos = c.buf.find('\n')) != std::string::npos) {
+    HandleLine(c, c.buf.substr(0, pos), obs);
+    c.buf.erase(0, pos + 1);
+  }
+}
+
 // Stops the batch processes (SIGTERM: each stops between steps and keeps its
 // last saved epoch), passes on what they still report, and waits for them.
 void KillAll(std::vector<Child>& running, TabularObserver* obs = nullptr) {
-  for (auto& c : running)
-    if (c.pid > 0) ::kill(c.pid, SIGTERM);
+  for (auto& c : running) c.proc.Signal(SIGTERM);
   for (auto& c : running) {
-    if (c.fd >= 0 && obs) {
-      ::fcntl(c.fd, F_SETFL, 0);  // blocking: read to the end
-      char tmp[65536];
-      ssize_t n;
-      while ((n = ::read(c.fd, tmp, sizeof(tmp))) != 0) {
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) break;
-        c.buf.append(tmp, size_t(n));
-      }
-      size_t pos;
-      while ((pos = c.buf.find('\n')) != std::string::npos) {
-        HandleLine(c, c.buf.substr(0, pos), *obs);
-        c.buf.erase(0, pos + 1);
-      }
+    if (obs) {
+      c.proc.ReadToEnd(&c.buf);
+      HandleLines(c, *obs);
     }
-    if (c.pid > 0) {
-      int st;
-      while (::waitpid(c.pid, &st, 0) < 0 && errno == EINTR) {
-      }
-    }
-    if (c.fd >= 0) ::close(c.fd);
-    c.pid = -1;
-    c.fd = -1;
+    c.proc.CloseChannel();
+    (void)c.proc.Wait();
   }
   running.clear();
 }
@@ -274,6 +254,50 @@ double BudgetFor(const std::vector<BatchJob>& jobs, size_t j, const std::vector<
   return std::max(1e-3, AllotSeconds(left, procs, busy, pending));
 }
 
+// Starts jobs[next] (its time budget set first, with a deadline).
+Status StartJob(std::vector<BatchJob>& jobs, size_t next, int procs, const TabularSpec& spec,
+                std::optional<Clock::time_point> deadline, TabularObserver& obs,
+                std::vector<Child>* running) {
+  BatchJob& job = jobs[next];
+  std::string budget_note;
+  if (deadline) {
+    job.options.time_budget_seconds = BudgetFor(jobs, next, *running, procs, *deadline);
+    budget_note = fmt::format(", time budget {:.1f}s", job.options.time_budget_seconds);
+  }
+  Result<Subprocess> proc = Subprocess::Spawn(Subprocess::Channel::kPipe,
+                                              [&](int fd) { RunChild(fd, job.options); });
+  if (!proc.ok()) {
+    if (proc.status().code() == Code::kIo)
+      return DS_ERR(kIo, "pipe failed: {}", proc.status().message());
+    return DS_ERR(kResourceExhausted, "fork failed: {}", proc.status().message());
+  }
+  Child c;
+  c.proc = std::move(proc).value();
+  c.batch = job.batch;
+  c.result.threads = job.options.config.threads;
+  c.end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                             std::chrono::duration<double>(job.options.time_budget_seconds));
+  running->push_back(std::move(c));
+  const TabularBatch& b = spec.batches[size_t(job.batch)];
+  obs.OnInfo(fmt::format("{}: {} ({} + {} conditioning columns, {} threads{})",
+                         BatchName(spec, size_t(job.batch)),
+                         job.options.resume ? "resuming" : "training", b.columns.size(),
+                         b.condition.size(), job.options.config.threads, budget_note));
+  return Status::Ok();
+}
+
+// A batch process whose output ended: its result, or the failure.
+Status FinishChild(Child& c, const TabularSpec& spec) {
+  c.proc.CloseChannel();
+  const int st = c.proc.Wait();
+  const std::string name = BatchName(spec, size_t(c.batch));
+  if (!c.error.ok())
+    return Status(c.error.code(), name + ": " + c.error.message(), c.error.file(), c.error.line());
+  if (c.done && ExitToStatus(st, "").ok()) return Status::Ok();
+  if (TermSignal(st)) return ExitToStatus(st, name + ": the training process was");
+  return DS_ERR(kInternal, "{}: the training process ended without a result", name);
+}
+
 // Runs the jobs in at most `procs` child processes at a time; with a deadline,
 // each batch gets its share of the time left (AllotSeconds).
 Status RunBatchJobs(std::vector<BatchJob> jobs, int procs, const TabularSpec& spec,
@@ -284,99 +308,30 @@ Status RunBatchJobs(std::vector<BatchJob> jobs, int procs, const TabularSpec& sp
   results->assign(spec.batches.size(), BatchTrainResult{});
   std::vector<Child> running;
   size_t next = 0;
+  // Stops the running batches; `drain`: passes on what they still report.
+  auto fail = [&](Status st, bool drain) {
+    KillAll(running, drain ? &obs : nullptr);
+    return st;
+  };
   while (next < jobs.size() || !running.empty()) {
-    if (cancel && cancel->load()) {
-      KillAll(running, &obs);
-      return DS_ERR(kCancelled, "training interrupted");
-    }
+    if (cancel && cancel->load()) return fail(DS_ERR(kCancelled, "training interrupted"), true);
     while (next < jobs.size() && int(running.size()) < procs) {
-      BatchJob& job = jobs[next++];
-      std::string budget_note;
-      if (deadline) {
-        job.options.time_budget_seconds = BudgetFor(jobs, next - 1, running, procs, *deadline);
-        budget_note = fmt::format(", time budget {:.1f}s", job.options.time_budget_seconds);
-      }
-      int fds[2];
-      if (::pipe2(fds, O_CLOEXEC) != 0) {
-        KillAll(running);
-        return DS_ERR(kIo, "pipe failed: {}", strerror(errno));
-      }
-      std::fflush(nullptr);
-      pid_t pid = ::fork();
-      if (pid < 0) {
-        ::close(fds[0]);
-        ::close(fds[1]);
-        KillAll(running);
-        return DS_ERR(kResourceExhausted, "fork failed: {}", strerror(errno));
-      }
-      if (pid == 0) {
-        ::close(fds[0]);
-        RunChild(fds[1], job.options);
-      }
-      ::close(fds[1]);
-      ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
-      Child c;
-      c.pid = pid;
-      c.fd = fds[0];
-      c.batch = job.batch;
-      c.result.threads = job.options.config.threads;
-      c.end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                 std::chrono::duration<double>(job.options.time_budget_seconds));
-      running.push_back(std::move(c));
-      obs.OnInfo(fmt::format(
-          "{}: {} ({} + {} conditioning columns, {} threads{})",
-          BatchName(spec, size_t(job.batch)), job.options.resume ? "resuming" : "training",
-          spec.batches[size_t(job.batch)].columns.size(),
-          spec.batches[size_t(job.batch)].condition.size(), job.options.config.threads,
-          budget_note));
+      Status st = StartJob(jobs, next++, procs, spec, deadline, obs, &running);
+      if (!st.ok()) return fail(st, false);
     }
     std::vector<pollfd> pfds;
-    for (const auto& c : running) pfds.push_back({c.fd, POLLIN, 0});
-    int pr = ::poll(pfds.data(), pfds.size(), 250);
-    if (pr < 0 && errno != EINTR) {
-      KillAll(running);
-      return DS_ERR(kIo, "poll failed: {}", strerror(errno));
-    }
+    for (const auto& c : running) pfds.push_back({c.proc.fd(), POLLIN, 0});
+    Result<int> pr = PollFds(&pfds, 250);
+    if (!pr.ok()) return fail(pr.status(), false);
     for (size_t i = 0; i < running.size();) {
       Child& c = running[i];
-      bool eof = false;
-      char tmp[65536];
-      while (true) {
-        ssize_t n = ::read(c.fd, tmp, sizeof(tmp));
-        if (n > 0) {
-          c.buf.append(tmp, size_t(n));
-          continue;
-        }
-        if (n == 0) eof = true;
-        if (n < 0 && errno == EINTR) continue;
-        break;
-      }
-      size_t pos;
-      while ((pos = c.buf.find('\n')) != std::string::npos) {
-        HandleLine(c, c.buf.substr(0, pos), obs);
-        c.buf.erase(0, pos + 1);
-      }
+      const bool eof = !c.proc.ReadAvailable(&c.buf);
+      HandleLines(c, obs);
       if (!eof) {
         ++i;
         continue;
       }
-      ::close(c.fd);
-      c.fd = -1;
-      int st = 0;
-      while (::waitpid(c.pid, &st, 0) < 0 && errno == EINTR) {
-      }
-      c.pid = -1;
-      const std::string name = BatchName(spec, size_t(c.batch));
-      Status failure;
-      if (!c.error.ok()) {
-        failure =
-            Status(c.error.code(), name + ": " + c.error.message(), c.error.file(), c.error.line());
-      } else if (!c.done || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        failure = WIFSIGNALED(st)
-                      ? DS_ERR(kInternal, "{}: the training process was killed by signal {} ({})",
-                               name, WTERMSIG(st), strsignal(WTERMSIG(st)))
-                      : DS_ERR(kInternal, "{}: the training process ended without a result", name);
-      }
+      Status failure = FinishChild(c, spec);
       if (!failure.ok()) {
         running.erase(running.begin() + long(i));
         KillAll(running, &obs);
