@@ -94,6 +94,28 @@ Status CsvReader::CheckField(const std::string& f, size_t index, int64_t line, b
 
 // Resumable state machine; see the grammar in csv.h. The states persist across buffer
 // refills (p == e), so a record may span any number of chunks without re-parsing.
+Status CsvReader::NulByte(size_t index, bool is_header) const {
+  return DS_ERR(kInvalidInput, "{}:{}: {}: NUL byte (binary file?)", path(), line_,
+                FieldRef(index, is_header));
+}
+
+Status CsvReader::TooManyFields() const {
+  return DS_ERR(kInvalidInput, "{}:{}: more than {} fields", path(), record_line_,
+                opts_.max_fields);
+}
+
+Status CsvReader::TooLong(size_t index, int64_t field_line, bool is_header) const {
+  return DS_ERR(kInvalidInput, "{}:{}: {}: field longer than {} bytes", path(), field_line,
+                FieldRef(index, is_header), opts_.max_field_bytes);
+}
+
+Status CsvReader::Unbalanced(size_t index, int64_t field_line, bool is_header) const {
+  return DS_ERR(kInvalidInput,
+                "{}:{}: {}: unbalanced quote: the quoted field starting on this line is never "
+                "closed",
+                path(), field_line, FieldRef(index, is_header));
+}
+
 Result<bool> CsvReader::ReadRecord(std::vector<std::string>* out, bool is_header) {
   if (!error_.ok()) return error_;
   enum State { kStart, kField, kUnquoted, kQuoted, kAfterQuote };
@@ -127,17 +149,9 @@ Result<bool> CsvReader::ReadRecord(std::vector<std::string>* out, bool is_header
       ascii = ascii && chunk_ascii_;
       if (!*more) {  // end of input
         if (st == kStart) return false;
-        if (st == kQuoted) {
-          return Fail(DS_ERR(kInvalidInput,
-                             "{}:{}: {}: unbalanced quote: the quoted field starting on this "
-                             "line is never closed",
-                             path(), field_line, FieldRef(nf, is_header)));
-        }
+        if (st == kQuoted) return Fail(Unbalanced(nf, field_line, is_header));
         if (st == kField) {  // input ends right after a delimiter: one more empty field
-          if (nf >= opts_.max_fields) {
-            return Fail(DS_ERR(kInvalidInput, "{}:{}: more than {} fields", path(), record_line_,
-                               opts_.max_fields));
-          }
+          if (nf >= opts_.max_fields) return Fail(TooManyFields());
           if (nf == out->size()) out->emplace_back();
           (*out)[nf].clear();
         } else {
@@ -168,10 +182,7 @@ Result<bool> CsvReader::ReadRecord(std::vector<std::string>* out, bool is_header
         [[fallthrough]];
       }
       case kField: {
-        if (nf >= opts_.max_fields) {
-          return Fail(DS_ERR(kInvalidInput, "{}:{}: more than {} fields", path(), record_line_,
-                             opts_.max_fields));
-        }
+        if (nf >= opts_.max_fields) return Fail(TooManyFields());
         if (nf == out->size()) out->emplace_back();
         f = &(*out)[nf];
         f->clear();
@@ -187,13 +198,8 @@ Result<bool> CsvReader::ReadRecord(std::vector<std::string>* out, bool is_header
       case kUnquoted: {
         const char* s = p;
         while (p < e && !unquoted_special_[static_cast<unsigned char>(*p)]) ++p;
-        if (p > s) {
-          f->append(s, static_cast<size_t>(p - s));
-          if (f->size() > max_field) {
-            return Fail(DS_ERR(kInvalidInput, "{}:{}: {}: field longer than {} bytes", path(),
-                               field_line, FieldRef(nf, is_header), max_field));
-          }
-        }
+        f->append(s, static_cast<size_t>(p - s));
+        if (f->size() > max_field) return Fail(TooLong(nf, field_line, is_header));
         if (p == e) continue;
         const char c = *p++;
         if (c == d) {
@@ -212,19 +218,13 @@ Result<bool> CsvReader::ReadRecord(std::vector<std::string>* out, bool is_header
           f->push_back('"');
           continue;
         }
-        return Fail(DS_ERR(kInvalidInput, "{}:{}: {}: NUL byte (binary file?)", path(), line_,
-                           FieldRef(nf, is_header)));
+        return Fail(NulByte(nf, is_header));
       }
       case kQuoted: {
         const char* s = p;
         while (p < e && !quoted_special_[static_cast<unsigned char>(*p)]) ++p;
-        if (p > s) {
-          f->append(s, static_cast<size_t>(p - s));
-          if (f->size() > max_field) {
-            return Fail(DS_ERR(kInvalidInput, "{}:{}: {}: field longer than {} bytes", path(),
-                               field_line, FieldRef(nf, is_header), max_field));
-          }
-        }
+        f->append(s, static_cast<size_t>(p - s));
+        if (f->size() > max_field) return Fail(TooLong(nf, field_line, is_header));
         if (p == e) continue;
         const char c = *p++;
         if (c == '"') {
@@ -233,8 +233,7 @@ Result<bool> CsvReader::ReadRecord(std::vector<std::string>* out, bool is_header
           ++line_;
           f->push_back('\n');
         } else {
-          return Fail(DS_ERR(kInvalidInput, "{}:{}: {}: NUL byte (binary file?)", path(), line_,
-                             FieldRef(nf, is_header)));
+          return Fail(NulByte(nf, is_header));
         }
         continue;
       }
@@ -250,10 +249,7 @@ Result<bool> CsvReader::ReadRecord(std::vector<std::string>* out, bool is_header
           st = kUnquoted;  // consumes the terminator (empty run)
           continue;
         }
-        if (c == '\0') {
-          return Fail(DS_ERR(kInvalidInput, "{}:{}: {}: NUL byte (binary file?)", path(), line_,
-                             FieldRef(nf, is_header)));
-        }
+        if (c == '\0') return Fail(NulByte(nf, is_header));
         return Fail(DS_ERR(kInvalidInput,
                            "{}:{}: {}: unexpected {} after the closing quote of a quoted field "
                            "(a quote inside a quoted field must be doubled: \"\")",

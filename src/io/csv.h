@@ -89,6 +89,11 @@ class CsvReader {
   }
   std::string FieldRef(size_t index, bool is_header) const;  // "field 3 'tenure'"
   Status CheckField(const std::string& f, size_t index, int64_t line, bool is_header, bool ascii);
+  // The reader's errors (messages: see the file comment).
+  Status NulByte(size_t index, bool is_header) const;
+  Status TooManyFields() const;
+  Status TooLong(size_t index, int64_t field_line, bool is_header) const;
+  Status Unbalanced(size_t index, int64_t field_line, bool is_header) const;
 
   CsvOptions opts_;
   std::unique_ptr<InputStream> in_;
