@@ -126,9 +126,9 @@ Result<CudaProbe> ProbeCudaInChild() {
   proc->CloseChannel();
   const int status = proc->Wait();
   if (msg.size() < 1 + 2 * sizeof(uint64_t)) {
-    probe.why = TermSignal(status)
-                    ? fmt::format("the GPU probe process was killed by signal {}", TermSignal(status))
-                    : "the GPU probe process gave no answer";
+    probe.why = TermSignal(status) ? fmt::format("the GPU probe process was killed by signal {}",
+                                                 TermSignal(status))
+                                   : "the GPU probe process gave no answer";
     return probe;
   }
   probe.usable = msg[0] != 0;

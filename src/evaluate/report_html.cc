@@ -392,10 +392,11 @@ figcaption{font-size:13px;text-align:center;color:#444}
 
 // The document head and the line of sources.
 void AppendHead(const EvalReport& r, std::string* out) {
-  *out += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-       "<title>datasynth evaluation: " +
-       Esc(r.synthetic_source) + "</title><style>" + kStyle + "</style></head><body><main>\n";
+  *out +=
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+      "<title>datasynth evaluation: " +
+      Esc(r.synthetic_source) + "</title><style>" + kStyle + "</style></head><body><main>\n";
   *out += "<h1>Synthetic data quality and privacy report</h1>";
   *out += fmt::format(
       "<div class=\"meta\">real (training): <b>{}</b> ({} rows) &middot; synthetic: <b>{}</b> "
@@ -403,9 +404,10 @@ void AppendHead(const EvalReport& r, std::string* out) {
       Esc(r.real_source), r.real_rows, Esc(r.synthetic_source), r.synthetic_rows);
   if (!r.holdout_source.empty())
     *out += fmt::format(" &middot; holdout: <b>{}</b> ({} rows)", Esc(r.holdout_source),
-                     r.holdout_rows);
-  *out += fmt::format(" &middot; {} columns evaluated &middot; datasynth {} &middot; {:.2f} s</div>\n",
-                   r.columns.size(), DS_VERSION, r.seconds);
+                        r.holdout_rows);
+  *out +=
+      fmt::format(" &middot; {} columns evaluated &middot; datasynth {} &middot; {:.2f} s</div>\n",
+                  r.columns.size(), DS_VERSION, r.seconds);
 }
 
 // The verdict: gauge, grade, privacy pill, warnings.
@@ -430,15 +432,17 @@ void AppendVerdict(const EvalReport& r, std::string* out) {
 
 // The section scores table.
 void AppendScores(const EvalReport& r, std::string* out) {
-  *out += "<h2>Quality scores</h2><table><tr><th>part</th><th class=\"num\">score</th><th></th>"
-       "<th class=\"num\">distance</th><th class=\"num\">holdout (ceiling)</th></tr>";
+  *out +=
+      "<h2>Quality scores</h2><table><tr><th>part</th><th class=\"num\">score</th><th></th>"
+      "<th class=\"num\">distance</th><th class=\"num\">holdout (ceiling)</th></tr>";
   const QualitySummary* base = r.has_holdout_baseline ? &r.holdout_baseline : nullptr;
   *out += SectionRow("Field distribution stability", r.quality.distribution,
-                  base ? &base->distribution : nullptr, "no columns");
-  *out += SectionRow("Field correlation stability", r.quality.correlation,
-                  base ? &base->correlation : nullptr, "fewer than 2 numeric/categorical columns");
+                     base ? &base->distribution : nullptr, "no columns");
+  *out +=
+      SectionRow("Field correlation stability", r.quality.correlation,
+                 base ? &base->correlation : nullptr, "fewer than 2 numeric/categorical columns");
   *out += SectionRow("Deep structure stability", r.quality.deep_structure,
-                  base ? &base->deep_structure : nullptr, "no numeric/categorical columns");
+                     base ? &base->deep_structure : nullptr, "no numeric/categorical columns");
   *out += fmt::format(
       "<tr><td><b>Overall</b></td><td class=\"num\"><b>{:.1f}</b></td><td>{}</td><td></td>"
       "<td class=\"num\">{}</td></tr></table>\n",
@@ -485,9 +489,10 @@ void AppendCorrelations(const EvalReport& r, std::string* out) {
   *out += "<h2>Correlations</h2>";
   const size_t k = r.matrix_columns.size();
   if (k >= 2) {
-    *out += "<p class=\"note\">Mixed association matrix: Pearson r between numeric columns, "
-         "Theil's U (row given column) between categorical columns, correlation ratio between "
-         "numeric and categorical columns. Text columns are left out.</p><div class=\"figs\">";
+    *out +=
+        "<p class=\"note\">Mixed association matrix: Pearson r between numeric columns, "
+        "Theil's U (row given column) between categorical columns, correlation ratio between "
+        "numeric and categorical columns. Text columns are left out.</p><div class=\"figs\">";
     *out += Heatmap("real", r.matrix_columns, r.corr_real, false);
     *out += Heatmap("synthetic", r.matrix_columns, r.corr_synthetic, false);
     std::vector<double> d(k * k);
@@ -500,9 +505,10 @@ void AppendCorrelations(const EvalReport& r, std::string* out) {
     std::stable_sort(pairs.begin(), pairs.end(), [](const PairScore* a, const PairScore* b) {
       return a->abs_diff > b->abs_diff;
     });
-    *out += "<h3 style=\"font-size:15px\">Largest differences</h3><table><tr><th>column a</th>"
-         "<th>column b</th><th>measure</th><th class=\"num\">real</th><th class=\"num\">"
-         "synthetic</th><th class=\"num\">|diff|</th></tr>";
+    *out +=
+        "<h3 style=\"font-size:15px\">Largest differences</h3><table><tr><th>column a</th>"
+        "<th>column b</th><th>measure</th><th class=\"num\">real</th><th class=\"num\">"
+        "synthetic</th><th class=\"num\">|diff|</th></tr>";
     for (size_t i = 0; i < pairs.size() && i < 12; ++i)
       *out += fmt::format(
           "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{:.3f}</td><td class=\"num\">"
@@ -540,8 +546,9 @@ void AppendPrivacy(const EvalReport& r, std::string* out) {
   *out += "<h2>Privacy</h2>";
   const PrivacyResult& p = r.privacy;
   if (p.available) {
-    *out += "<table><tr><th>check</th><th class=\"num\">synthetic</th><th class=\"num\">holdout "
-         "(baseline)</th></tr>";
+    *out +=
+        "<table><tr><th>check</th><th class=\"num\">synthetic</th><th class=\"num\">holdout "
+        "(baseline)</th></tr>";
     *out += fmt::format(
         "<tr><td>rows identical to a training row</td><td class=\"num\">{} ({:.2f}%)</td>"
         "<td class=\"num\">{}</td></tr>",
@@ -586,9 +593,10 @@ void AppendPrivacy(const EvalReport& r, std::string* out) {
           "score = closeness to the nearest synthetic row</figcaption></figure>",
           RocChart(p), p.mia_members, p.mia_non_members);
     *out += "</div>";
-    *out += "<p class=\"note\">Distance: Gower, the mean over columns of |a &minus; b| / range "
-         "(numeric, capped at 1) or 0/1 mismatch (other columns). Synthetic rows that sit much "
-         "closer to training rows than fresh real (holdout) rows do are likely memorised.";
+    *out +=
+        "<p class=\"note\">Distance: Gower, the mean over columns of |a &minus; b| / range "
+        "(numeric, capped at 1) or 0/1 mismatch (other columns). Synthetic rows that sit much "
+        "closer to training rows than fresh real (holdout) rows do are likely memorised.";
     if (!p.has_holdout) *out += " Pass a holdout to compare against fresh real rows.";
     *out += "</p>\n";
   } else {

@@ -111,7 +111,6 @@ Status CompareResumeSettings(const nlohmann::json& saved, const nlohmann::json& 
                 source, diffs);
 }
 
-
 // Checks the target and the progress file before anything is opened.
 Status ResumableOutput::Prepare(const ResumableOutputOptions& o) {
   if (o.resume && !to_file_)
@@ -139,8 +138,8 @@ Status ResumableOutput::Prepare(const ResumableOutputOptions& o) {
   const std::string partial = PartialPath(o.path);
   if (!o.resume && o.warning && (PathExists(progress_path_) || PathExists(partial))) {
     auto old = ReadCheckpoint(progress_path_);
-    std::string what =
-        old.ok() && *old ? fmt::format(" ({} valid records)", (*old)->position.valid) : std::string();
+    std::string what = old.ok() && *old ? fmt::format(" ({} valid records)", (*old)->position.valid)
+                                        : std::string();
     o.warning(fmt::format(
         "{} holds an interrupted run's output{}; starting again from the first record (run "
         "with resume, --resume on the command line, to continue it instead)",
@@ -155,8 +154,8 @@ Result<std::unique_ptr<ResumableOutput>> ResumableOutput::Open(const ResumableOu
   out->progress_path_ = out->to_file_ ? ProgressPath(o.path) : std::string();
   DS_RETURN_IF_ERROR(out->Prepare(o));
   if (out->resumed_) {
-    DS_ASSIGN_OR_RETURN(out->sink_,
-                        OutputSink::OpenForResume(o.path, out->resumed_->bytes, out->resumed_->crc32));
+    DS_ASSIGN_OR_RETURN(
+        out->sink_, OutputSink::OpenForResume(o.path, out->resumed_->bytes, out->resumed_->crc32));
   } else {
     DS_ASSIGN_OR_RETURN(out->sink_, OutputSink::Open(o.path));
     // Under the partial file's lock: the old progress file (if any) is stale.
@@ -165,8 +164,7 @@ Result<std::unique_ptr<ResumableOutput>> ResumableOutput::Open(const ResumableOu
       return DS_ERR(kIo, "{}: cannot remove: {}", pp, strerror(errno));
   }
   out->path_ = out->sink_->is_stdout() ? "" : o.path;
-  out->writer_ =
-      std::make_unique<RecordWriter>(o.format, o.header, o.delimiter, out->sink_.get());
+  out->writer_ = std::make_unique<RecordWriter>(o.format, o.header, o.delimiter, out->sink_.get());
   // What the output file holds: updated whenever the sink wrote its buffer
   // (which always ends at the last record handed to it), so that after a
   // write error (the sink truncates back to its last flush) the progress file
@@ -217,8 +215,8 @@ Status ResumableOutput::Finish(Status st, bool complete, const Position& pos, in
     // After a write error the file was truncated back to its last flush,
     // which `flushed_` describes (on a full disk this may fail too; the
     // previous checkpoint then stays, and it is still right).
-    Status cs = sink_->error().ok() ? Checkpoint(pos, tokens)
-                                    : WriteCheckpoint(progress_path_, flushed_);
+    Status cs =
+        sink_->error().ok() ? Checkpoint(pos, tokens) : WriteCheckpoint(progress_path_, flushed_);
     if (st.ok()) st = cs;
   }
   Status fin = sink_->Finish();

@@ -85,9 +85,9 @@ struct ResumableOutputOptions {
   OutputFormat format = OutputFormat::kCsv;
   std::vector<std::string> header;
   char delimiter = ',';
-  bool resume = false;   // continue an interrupted run (none: a new run, with a warning)
-  OutputPolicy policy;   // what the output may replace (`resume` is set here)
-  nlohmann::json settings = nlohmann::json::object();  // must match on resume
+  bool resume = false;  // continue an interrupted run (none: a new run, with a warning)
+  OutputPolicy policy;  // what the output may replace (`resume` is set here)
+  nlohmann::json settings = nlohmann::json::object();   // must match on resume
   const AttemptScheduler::Options* schedule = nullptr;  // a resumed position must fit it
   std::function<void(const std::string&)> warning;
 };

@@ -20,8 +20,8 @@ namespace ds {
 class WorkerPool {
  public:
   // `sched` receives the results; `warning` is told of each worker that died.
-  WorkerPool(const GenerationModel& model, const RunPlan& plan, int slots,
-             AttemptScheduler* sched, std::function<void(const std::string&)> warning);
+  WorkerPool(const GenerationModel& model, const RunPlan& plan, int slots, AttemptScheduler* sched,
+             std::function<void(const std::string&)> warning);
   ~WorkerPool() { Stop(); }
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;

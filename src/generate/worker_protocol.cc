@@ -72,10 +72,10 @@ void EncodeResult(const GeneratedRecord& r, std::string* out) {
 // STATS: the worker's allocator (GPU backends), sent when it changed.
 void EncodeStats(const AllocatorStats& m, std::string* out) {
   std::string pl;
-  for (uint64_t v : {uint64_t(m.allocated_bytes), uint64_t(m.peak_allocated_bytes),
-                     uint64_t(m.reserved_bytes), uint64_t(m.peak_reserved_bytes),
-                     uint64_t(m.limit_bytes), uint64_t(m.num_oom_retries),
-                     uint64_t(m.num_oom_failures)})
+  for (uint64_t v :
+       {uint64_t(m.allocated_bytes), uint64_t(m.peak_allocated_bytes), uint64_t(m.reserved_bytes),
+        uint64_t(m.peak_reserved_bytes), uint64_t(m.limit_bytes), uint64_t(m.num_oom_retries),
+        uint64_t(m.num_oom_failures)})
     PutU64(&pl, v);
   PutFrame(out, kStats, pl);
 }

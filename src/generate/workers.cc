@@ -166,8 +166,7 @@ void Report(const RunState& r, const GenerateEvents& events, bool final) {
 // The main loop: attempts out, results in, records released in order, until
 // the scheduler is finished or something fails.
 Status Drive(const RunOptions& options, const GenerateEvents& events, int64_t kill_after_records,
-             const RunState& run, AttemptScheduler& sched, WorkerPool& pool,
-             ResumableOutput& out) {
+             const RunState& run, AttemptScheduler& sched, WorkerPool& pool, ResumableOutput& out) {
   auto last_checkpoint = Clock::now();
   auto last_progress = run.t0;
   GeneratedRecord rec;

@@ -13,7 +13,8 @@
 
 namespace ds {
 
-Result<Subprocess> Subprocess::Spawn(Channel channel, const std::function<void(int fd)>& child_main) {
+Result<Subprocess> Subprocess::Spawn(Channel channel,
+                                     const std::function<void(int fd)>& child_main) {
   int fds[2];  // [0] the parent's end, [1] the child's
   int made = channel == Channel::kSocket ? ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds)
                                          : ::pipe2(fds, O_CLOEXEC);

@@ -50,7 +50,7 @@ class Subprocess {
   ~Subprocess();
 
   pid_t pid() const { return pid_; }
-  int fd() const { return fd_; }      // the parent's end; -1 once closed
+  int fd() const { return fd_; }             // the parent's end; -1 once closed
   bool running() const { return pid_ > 0; }  // not reaped yet
 
   // Appends what the channel holds now without blocking; false at the end of
