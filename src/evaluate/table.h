@@ -1,11 +1,13 @@
 // An in-memory table for evaluation: named columns of raw field text, each with
 // an inferred type.
 //
-// Reading: RFC 4180 CSV (quoted fields, "" escapes, CR/LF/CRLF line ends,
-// newlines inside quotes, optional UTF-8 BOM), first row is the header. The bytes
-// come from io/input.h's reader (gzip decompressed by content; pipes, FIFOs and
-// <(...) read once; devices refused; binary data refused in the first MiB); the
-// parser is private to src/evaluate.
+// Reading: through the training reader, io/csv.h's CsvReader (RFC 4180 with
+// its choices: a literal quote inside an unquoted field is kept, blank lines
+// are skipped, NUL bytes and invalid UTF-8 are errors naming file:line and
+// field), first row is the header; the bytes come from io/input.h (gzip
+// decompressed by content; pipes, FIFOs and <(...) read once; devices
+// refused; binary data refused in the first MiB). A table evaluate reads is
+// a table train would read.
 //
 // Missing values: an empty field is missing (the datasets' convention). Nothing
 // else is: "NA" or "None" are ordinary values (ames uses "None" as a category).

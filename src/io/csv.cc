@@ -38,18 +38,41 @@ Result<std::unique_ptr<CsvReader>> CsvReader::Open(const std::string& path, CsvO
   r->cap_ = std::max<size_t>(options.buffer_bytes, 4);
   r->buf_.reset(new char[r->cap_]);
   DS_ASSIGN_OR_RETURN(r->end_, ReadStartSkippingBom(r->in_.get(), r->buf_.get()));
-  r->chunk_ascii_ = IsAscii(std::string_view(r->buf_.get(), r->end_));
-  for (unsigned char c : {static_cast<unsigned char>(options.delimiter),
+  DS_RETURN_IF_ERROR(r->Start());
+  return r;
+}
+
+Result<std::unique_ptr<CsvReader>> CsvReader::FromString(std::string_view text,
+                                                        const std::string& source,
+                                                        CsvOptions options) {
+  DS_RETURN_IF_ERROR(CheckDelimiter(options.delimiter));
+  if (options.max_fields == 0) return DS_ERR(kInvalidArgument, "CSV max_fields must be > 0");
+  if (text.size() >= 3 && std::memcmp(text.data(), "\xEF\xBB\xBF", 3) == 0) text.remove_prefix(3);
+  std::unique_ptr<CsvReader> r(new CsvReader());
+  r->opts_ = options;
+  r->source_ = source;
+  r->cap_ = std::max<size_t>(text.size(), 4);
+  r->buf_.reset(new char[r->cap_]);
+  std::memcpy(r->buf_.get(), text.data(), text.size());
+  r->end_ = text.size();
+  DS_RETURN_IF_ERROR(r->Start());
+  return r;
+}
+
+// The tables of special bytes, then the header row.
+Status CsvReader::Start() {
+  chunk_ascii_ = IsAscii(std::string_view(buf_.get(), end_));
+  for (unsigned char c : {static_cast<unsigned char>(opts_.delimiter),
                           static_cast<unsigned char>('"'), static_cast<unsigned char>('\r'),
                           static_cast<unsigned char>('\n'), static_cast<unsigned char>('\0')}) {
-    r->unquoted_special_[c] = true;
+    unquoted_special_[c] = true;
   }
-  for (unsigned char c : {'"', '\n', '\0'}) r->quoted_special_[c] = true;
-  if (options.has_header) {
-    DS_ASSIGN_OR_RETURN(bool got, r->ReadRecord(&r->header_, /*is_header=*/true));
-    if (!got) r->header_.clear();
+  for (unsigned char c : {'"', '\n', '\0'}) quoted_special_[c] = true;
+  if (opts_.has_header) {
+    DS_ASSIGN_OR_RETURN(bool got, ReadRecord(&header_, /*is_header=*/true));
+    if (!got) header_.clear();
   }
-  return r;
+  return Status::Ok();
 }
 
 Status CsvReader::RequireHeader() const {
@@ -64,6 +87,10 @@ Result<bool> CsvReader::Next(std::vector<std::string>* fields) {
 }
 
 Result<bool> CsvReader::Fill() {
+  if (!in_) {  // FromString: the whole input was the first chunk
+    pos_ = end_ = 0;
+    return false;
+  }
   DS_ASSIGN_OR_RETURN(size_t r, in_->Read(buf_.get(), cap_));
   pos_ = 0;
   end_ = r;
@@ -80,10 +107,7 @@ std::string CsvReader::FieldRef(size_t index, bool is_header) const {
 
 Status CsvReader::CheckField(const std::string& f, size_t index, int64_t line, bool is_header,
                              bool ascii) {
-  if (f.size() > opts_.max_field_bytes) {
-    return DS_ERR(kInvalidInput, "{}:{}: {}: field longer than {} bytes", path(), line,
-                  FieldRef(index, is_header), opts_.max_field_bytes);
-  }
+  if (f.size() > opts_.max_field_bytes) return TooLong(index, line, is_header);
   size_t bad = 0;
   if (!ascii && !IsValidUtf8(f, &bad)) {
     return DS_ERR(kInvalidInput, "{}:{}: {}: invalid UTF-8 at byte {} of the field", path(), line,
@@ -92,8 +116,6 @@ Status CsvReader::CheckField(const std::string& f, size_t index, int64_t line, b
   return Status::Ok();
 }
 
-// Resumable state machine; see the grammar in csv.h. The states persist across buffer
-// refills (p == e), so a record may span any number of chunks without re-parsing.
 Status CsvReader::NulByte(size_t index, bool is_header) const {
   return DS_ERR(kInvalidInput, "{}:{}: {}: NUL byte (binary file?)", path(), line_,
                 FieldRef(index, is_header));
@@ -116,6 +138,8 @@ Status CsvReader::Unbalanced(size_t index, int64_t field_line, bool is_header) c
                 path(), field_line, FieldRef(index, is_header));
 }
 
+// Resumable state machine; see the grammar in csv.h. The states persist across buffer
+// refills (p == e), so a record may span any number of chunks without re-parsing.
 Result<bool> CsvReader::ReadRecord(std::vector<std::string>* out, bool is_header) {
   if (!error_.ok()) return error_;
   enum State { kStart, kField, kUnquoted, kQuoted, kAfterQuote };
