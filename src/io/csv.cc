@@ -43,8 +43,8 @@ Result<std::unique_ptr<CsvReader>> CsvReader::Open(const std::string& path, CsvO
 }
 
 Result<std::unique_ptr<CsvReader>> CsvReader::FromString(std::string_view text,
-                                                        const std::string& source,
-                                                        CsvOptions options) {
+                                                         const std::string& source,
+                                                         CsvOptions options) {
   DS_RETURN_IF_ERROR(CheckDelimiter(options.delimiter));
   if (options.max_fields == 0) return DS_ERR(kInvalidArgument, "CSV max_fields must be > 0");
   if (text.size() >= 3 && std::memcmp(text.data(), "\xEF\xBB\xBF", 3) == 0) text.remove_prefix(3);

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "generate/column_rules.h"
+#include "schema/column_rules.h"
 
 namespace ds {
 

@@ -1,8 +1,8 @@
 #include "train/trainer.h"
 
-#include <fmt/ranges.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fmt/ranges.h>
 #include <omp.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,12 +20,12 @@
 #include "backend/device_allocator.h"
 #include "backend/memory_estimate.h"
 #include "backend/registry.h"
-#include "generate/column_rules.h"
 #include "io/csv.h"
 #include "io/input.h"
 #include "privacy/dp_config.h"
 #include "privacy/rdp_accountant.h"
 #include "privacy/secure_noise.h"
+#include "schema/column_rules.h"
 #include "schema/column_type.h"
 #include "train/dataset.h"
 #include "util/fs.h"

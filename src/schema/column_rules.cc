@@ -1,4 +1,4 @@
-#include "generate/column_rules.h"
+#include "schema/column_rules.h"
 
 #include <fmt/format.h>
 
