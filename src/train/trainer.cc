@@ -1,8 +1,8 @@
 #include "train/trainer.h"
 
+#include <fmt/ranges.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fmt/ranges.h>
 #include <omp.h>
 #include <string.h>
 #include <unistd.h>
