@@ -16,6 +16,7 @@
 #include <unordered_set>
 
 #include "io/csv.h"
+#include "schema/column_type.h"
 #include "util/rng.h"
 
 namespace ds {
@@ -59,34 +60,19 @@ Status Table::Validate() const {
 }
 
 bool ParseNumber(std::string_view s, double* out) {
-  if (s.empty() || s.size() > 64) return false;
-  char buf[65];
-  std::memcpy(buf, s.data(), s.size());
-  buf[s.size()] = '\0';
-  // strtod accepts leading spaces, hex, "inf" and "nan": reject them.
-  char c0 = buf[0];
-  if (!(std::isdigit(static_cast<unsigned char>(c0)) || c0 == '-' || c0 == '+' || c0 == '.'))
-    return false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    char c = buf[i];
-    if (!(std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.' ||
-          c == 'e' || c == 'E'))
-      return false;
-  }
-  char* end = nullptr;
-  errno = 0;
-  double v = std::strtod(buf, &end);
-  if (end != buf + s.size() || !std::isfinite(v)) return false;
-  *out = v;
+  NumberSyntax n;
+  if (s.size() > 64 || !ScanNumber(s, &n)) return false;
+  *out = n.value;
   return true;
 }
 
 namespace {
 
-// "0123" or "-007": a redundant leading zero marks an identifier, not a number.
-bool HasRedundantLeadingZero(std::string_view s) {
-  size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
-  return s.size() > i + 1 && s[i] == '0' && std::isdigit(static_cast<unsigned char>(s[i + 1]));
+// A number, without a redundant leading zero ("0123" or "-007" marks an
+// identifier, not a quantity).
+bool IsQuantity(std::string_view s) {
+  NumberSyntax n;
+  return s.size() <= 64 && ScanNumber(s, &n) && !n.leading_zero;
 }
 
 }  // namespace
@@ -98,8 +84,7 @@ ColumnKind InferColumnKind(const std::vector<std::string>& values,
   for (const std::string& v : values) {
     if (v.empty()) continue;
     ++present;
-    double x;
-    if (!ParseNumber(v, &x) || HasRedundantLeadingZero(v)) {
+    if (!IsQuantity(v)) {
       numeric = false;
       break;
     }

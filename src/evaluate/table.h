@@ -13,9 +13,9 @@
 // else is: "NA" or "None" are ordinary values (ames uses "None" as a category).
 //
 // Type inference (InferColumnKind), on the non-missing values:
-//   numeric      every value parses completely as a finite decimal number and no
-//                value has a redundant leading zero ("02134" marks an identifier
-//                such as a zip code, which is not a quantity);
+//   numeric      every value parses completely as a finite decimal number
+//                (ParseNumber) and no value has a redundant leading zero ("02134" marks an
+//                identifier such as a zip code, which is not a quantity);
 //   text         otherwise, when the column has more than `text_min_distinct`
 //                distinct values and more than `text_min_distinct_ratio` of its
 //                values are distinct (free text, identifiers);
@@ -65,8 +65,9 @@ struct Table {
   Table SelectRows(const std::vector<size_t>& rows) const;
 };
 
-// Parses a decimal number ("12", "-3.5e2", " 7 " is not accepted); false if the
-// whole string is not a finite number.
+// Parses a decimal number ("12", "-3.5e2", "1.", ".5"; " 7 " is not accepted)
+// of at most 64 bytes through the one number scanner (schema/column_type.h
+// ScanNumber); false if the whole string is not a finite number.
 bool ParseNumber(std::string_view s, double* out);
 
 ColumnKind InferColumnKind(const std::vector<std::string>& values,

@@ -8,16 +8,12 @@
 #include <unordered_map>
 
 #include "evaluate/metrics.h"
+#include "schema/column_type.h"
 
 namespace ds {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-bool IsMissing(const ColumnRule& r, const std::string& v) {
-  if (v.empty()) return true;
-  return std::find(r.missing_values.begin(), r.missing_values.end(), v) != r.missing_values.end();
-}
 
 }  // namespace
 
@@ -43,7 +39,8 @@ std::vector<ColumnProfile> ProfileColumns(const ColumnRules& rules,
       p.num.resize(sample.size());
       for (size_t i = 0; i < sample.size(); ++i) {
         const std::string& v = (*sample[i])[c];
-        p.num[i] = IsMissing(r, v) ? kNaN : std::strtod(v.c_str(), nullptr);
+        NumberSyntax num;
+        p.num[i] = r.IsMissing(v) || !ScanNumber(v, &num) ? kNaN : num.value;
       }
       continue;
     }
@@ -53,7 +50,7 @@ std::vector<ColumnProfile> ProfileColumns(const ColumnRules& rules,
     bool too_many = false;
     for (size_t i = 0; i < sample.size() && !too_many; ++i) {
       const std::string& v = (*sample[i])[c];
-      std::string_view key = IsMissing(r, v) ? std::string_view() : std::string_view(v);
+      std::string_view key = r.IsMissing(v) ? std::string_view() : std::string_view(v);
       auto [it, fresh] = ids.emplace(key, int32_t(ids.size()));
       p.code[i] = it->second;
       if (fresh && r.type == ColumnType::kText &&
