@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "util/fs.h"
+#include "util/json_fields.h"
 
 namespace ds {
 
@@ -18,19 +19,57 @@ constexpr size_t kMaxProgressBytes = 16 << 20;  // settings hold at most a CRC o
 std::string PartialPath(const std::string& output) { return output + ".partial"; }
 std::string ProgressPath(const std::string& output) { return output + ".progress.json"; }
 
+namespace {
+
+using Position = AttemptScheduler::Position;
+
+const JsonFields<Position>& PositionFields() {
+  static const JsonFields<Position> fields = {
+      JsonMember("attempt", &Position::attempt),
+      JsonMember("prefix_try", &Position::prefix_try),
+      JsonMember("valid", &Position::valid),
+      JsonMember("invalid", &Position::invalid),
+  };
+  return fields;
+}
+
+// The progress file, one row per key (util/json_fields.h); "format" is
+// checked before the table is read.
+const JsonFields<GenerationCheckpoint>& CheckpointFields() {
+  using C = GenerationCheckpoint;
+  static const JsonFields<C> fields = {
+      {"version", JsonNeed::kRequired, [](const C&) { return nlohmann::json(kVersion); },
+       [](const nlohmann::json& j, C*, const std::string& source) -> Status {
+         int version = j.get<int>();
+         if (version != kVersion)
+           return DS_ERR(kCorrupt, "{}: progress file version {} (this build reads {})", source,
+                         version, kVersion);
+         return Status::Ok();
+       }},
+      JsonMember("bytes", &C::bytes),
+      JsonMember("crc32", &C::crc32),
+      JsonMember("records", &C::records),
+      JsonMember("tokens", &C::tokens),
+      {"position", JsonNeed::kRequired,
+       [](const C& c) { return ToJsonFields(c.position, PositionFields()); },
+       [](const nlohmann::json& j, C* c, const std::string& source) {
+         return ReadJsonFields(j, PositionFields(), &c->position, source);
+       }},
+      {"settings", JsonNeed::kRequired, [](const C& c) { return c.settings; },
+       [](const nlohmann::json& j, C* c, const std::string& source) -> Status {
+         if (!j.is_object()) return DS_ERR(kCorrupt, "{}: 'settings' is not an object", source);
+         c->settings = j;
+         return Status::Ok();
+       }},
+  };
+  return fields;
+}
+
+}  // namespace
+
 nlohmann::json GenerationCheckpoint::ToJson() const {
-  nlohmann::json j;
+  nlohmann::json j = ToJsonFields(*this, CheckpointFields());
   j["format"] = kFormatName;
-  j["version"] = kVersion;
-  j["bytes"] = bytes;
-  j["crc32"] = crc32;
-  j["records"] = records;
-  j["tokens"] = tokens;
-  j["position"] = {{"attempt", position.attempt},
-                   {"prefix_try", position.prefix_try},
-                   {"valid", position.valid},
-                   {"invalid", position.invalid}};
-  j["settings"] = settings;
   return j;
 }
 
@@ -40,21 +79,7 @@ Result<GenerationCheckpoint> GenerationCheckpoint::FromJson(const nlohmann::json
   try {
     if (!j.is_object() || j.value("format", std::string()) != kFormatName)
       return DS_ERR(kCorrupt, "{}: not a datasynth generation progress file", source);
-    int version = j.at("version").get<int>();
-    if (version != kVersion)
-      return DS_ERR(kCorrupt, "{}: progress file version {} (this build reads {})", source, version,
-                    kVersion);
-    c.bytes = j.at("bytes").get<uint64_t>();
-    c.crc32 = j.at("crc32").get<uint32_t>();
-    c.records = j.at("records").get<int64_t>();
-    c.tokens = j.at("tokens").get<int64_t>();
-    const auto& p = j.at("position");
-    c.position.attempt = p.at("attempt").get<uint64_t>();
-    c.position.prefix_try = p.at("prefix_try").get<uint32_t>();
-    c.position.valid = p.at("valid").get<int64_t>();
-    c.position.invalid = p.at("invalid").get<int64_t>();
-    c.settings = j.at("settings");
-    if (!c.settings.is_object()) return DS_ERR(kCorrupt, "{}: 'settings' is not an object", source);
+    DS_RETURN_IF_ERROR(ReadJsonFields(j, CheckpointFields(), &c, source));
   } catch (const nlohmann::json::exception& e) {
     return DS_ERR(kCorrupt, "{}: invalid progress file: {}", source, e.what());
   }

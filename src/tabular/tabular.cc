@@ -28,6 +28,7 @@
 #include "model/model_dir.h"
 #include "tabular/association.h"
 #include "util/fs.h"
+#include "util/json_fields.h"
 #include "util/subprocess.h"
 
 namespace ds {
@@ -93,6 +94,37 @@ Result<char> ChooseBatchDelimiter(const RowTable& t) {
 // ---------------------------------------------------------------------------
 // Per-batch training in child processes.
 
+// A double that is NaN when unknown: null in JSON (which has no NaN), and
+// any non-number reads back as NaN.
+JsonField<BatchTrainResult> MaybeNumber(const char* key, double BatchTrainResult::*member) {
+  return {key, JsonNeed::kOptional,
+          [member](const BatchTrainResult& r) {
+            return std::isnan(r.*member) ? Json(nullptr) : Json(r.*member);
+          },
+          [member](const Json& j, BatchTrainResult* r, const std::string&) {
+            r->*member = j.is_number() ? j.get<double>() : NAN;
+            return Status::Ok();
+          }};
+}
+
+// The "done" message of a batch process (its BatchTrainResult), one row per key.
+const JsonFields<BatchTrainResult>& DoneFields() {
+  using R = BatchTrainResult;
+  constexpr JsonNeed kOpt = JsonNeed::kOptional;
+  static const JsonFields<R> fields = {
+      JsonMember("records", &R::records, kOpt),
+      JsonMember("epochs_run", &R::epochs_run, kOpt),
+      JsonMember("best_epoch", &R::best_epoch, kOpt),
+      MaybeNumber("best_metric", &R::best_metric),
+      MaybeNumber("loss", &R::loss),
+      MaybeNumber("val_loss", &R::val_loss),
+      MaybeNumber("seconds", &R::seconds),
+      MaybeNumber("tokens_per_s", &R::tokens_per_s),
+      JsonMember("stop", &R::stop_reason, kOpt),
+  };
+  return fields;
+}
+
 // Sends the child's Train() events to the parent as JSON lines.
 class PipeObserver : public TrainObserver {
  public:
@@ -124,19 +156,19 @@ class PipeObserver : public TrainObserver {
     ::_exit(1);
   }
   const TrainSummary& s = *r;
-  double loss = NAN, val_loss = NAN;
+  BatchTrainResult res;
+  res.loss = res.val_loss = NAN;
   for (const auto& e : s.history)
-    if (e.best) loss = e.loss, val_loss = e.val_loss;
-  Json done = {{"t", "done"},
-               {"records", s.meta.records},
-               {"epochs_run", s.meta.epochs_run},
-               {"best_epoch", s.meta.best_epoch},
-               {"best_metric", s.meta.best_metric},
-               {"loss", std::isnan(loss) ? Json(nullptr) : Json(loss)},
-               {"val_loss", std::isnan(val_loss) ? Json(nullptr) : Json(val_loss)},
-               {"seconds", s.seconds},
-               {"tokens_per_s", s.tokens_per_s},
-               {"stop", s.meta.stop_reason}};
+    if (e.best) res.loss = e.loss, res.val_loss = e.val_loss;
+  res.records = s.meta.records;
+  res.epochs_run = s.meta.epochs_run;
+  res.best_epoch = s.meta.best_epoch;
+  res.best_metric = s.meta.best_metric;
+  res.seconds = s.seconds;
+  res.tokens_per_s = s.tokens_per_s;
+  res.stop_reason = s.meta.stop_reason;
+  Json done = ToJsonFields(res, DoneFields());
+  done["t"] = "done";
   obs.Send(done);
   ::_exit(0);
 }
@@ -183,9 +215,6 @@ void HandleLine(Child& c, const std::string& line, TabularObserver& obs) {
   if (j.is_discarded() || !j.is_object()) return;
   try {
     std::string t = j.value("t", "");
-    auto num = [&](const char* k) {
-      return j.contains(k) && j[k].is_number() ? j[k].get<double>() : NAN;
-    };
     if (t == "info") {
       obs.OnBatchInfo(c.batch, j.value("m", ""));
     } else if (t == "epoch") {
@@ -196,17 +225,8 @@ void HandleLine(Child& c, const std::string& line, TabularObserver& obs) {
       c.error = Status(Code(code), j.value("m", std::string("unknown error")), __FILE__, __LINE__);
     } else if (t == "done") {
       c.done = true;
-      BatchTrainResult& r = c.result;
-      r.batch = c.batch;
-      r.records = j.value("records", int64_t{0});
-      r.epochs_run = j.value("epochs_run", 0);
-      r.best_epoch = j.value("best_epoch", 0);
-      r.best_metric = num("best_metric");
-      r.loss = num("loss");
-      r.val_loss = num("val_loss");
-      r.seconds = num("seconds");
-      r.tokens_per_s = num("tokens_per_s");
-      r.stop_reason = j.value("stop", "");
+      c.result.batch = c.batch;
+      (void)ReadJsonFields(j, DoneFields(), &c.result, "");  // throws on a mistyped value
     }
   } catch (const Json::exception&) {
   }
