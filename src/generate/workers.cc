@@ -221,16 +221,18 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
       TestHook(options.test_kill_after_records, "DS_TEST_KILL_AFTER_RECORDS");
 
   // ---- output: a new one, or the continuation of an interrupted run ----
-  ResumableOutputOptions oo;
-  oo.path = options.output;
-  oo.format = options.format;
-  oo.header = model.header;
-  oo.delimiter = model.delimiter;
-  oo.resume = options.resume;
-  oo.policy = options.output_policy;
-  if (OutputSink::IsResumable(options.output)) oo.settings = ResumeSettings(model, options);
-  oo.schedule = &plan.schedule;
-  oo.warning = events.warning;
+  const ResumableOutputOptions oo{
+      .path = options.output,
+      .format = options.format,
+      .header = model.header,
+      .delimiter = model.delimiter,
+      .resume = options.resume,
+      .policy = options.output_policy,
+      .settings = OutputSink::IsResumable(options.output) ? ResumeSettings(model, options)
+                                                           : nlohmann::json::object(),
+      .schedule = &plan.schedule,
+      .warning = events.warning,
+  };
   DS_ASSIGN_OR_RETURN(std::unique_ptr<ResumableOutput> out, ResumableOutput::Open(oo));
   summary->output = out->path();
   AttemptScheduler sched(plan.schedule, out->start());
