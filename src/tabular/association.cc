@@ -110,28 +110,12 @@ double CramersV(const std::vector<int32_t>& a, int32_t la, const std::vector<int
 
 double CorrelationRatio(const std::vector<int32_t>& g, int32_t levels,
                         const std::vector<double>& x) {
-  std::vector<double> sum(size_t(std::max(levels, 1)), 0.0), cnt(sum.size(), 0.0);
-  double total = 0;
-  int64_t n = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (std::isnan(x[i])) continue;
-    sum[size_t(g[i])] += x[i];
-    cnt[size_t(g[i])] += 1;
-    total += x[i];
-    ++n;
-  }
-  if (n < 3) return 0;
-  const double mean = total / double(n);
-  double between = 0, within_total = 0;
-  for (size_t l = 0; l < sum.size(); ++l)
-    if (cnt[l] > 0) {
-      const double d = sum[l] / cnt[l] - mean;
-      between += cnt[l] * d * d;
-    }
-  for (size_t i = 0; i < x.size(); ++i)
-    if (!std::isnan(x[i])) within_total += (x[i] - mean) * (x[i] - mean);
-  if (within_total <= 0) return 0;
-  return std::min(1.0, std::sqrt(between / within_total));
+  // The one correlation ratio of the project (evaluate's); grouping wants at
+  // least 3 complete rows.
+  const size_t n = std::min(g.size(), x.size());
+  if (std::count_if(x.begin(), x.begin() + long(n), [](double v) { return !std::isnan(v); }) < 3)
+    return 0;
+  return ds::CorrelationRatio(g.data(), std::max(levels, 1), x.data(), n);
 }
 
 double Association(const ColumnProfile& a, const ColumnProfile& b) {
