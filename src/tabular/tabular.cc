@@ -651,31 +651,13 @@ Status WriteRowTable(const std::string& path, const std::vector<std::string>& he
   return Status::Ok();
 }
 
-Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularObserver* observer) {
-  TabularObserver null_observer;
-  TabularObserver& obs = observer ? *observer : null_observer;
-  auto t0 = Clock::now();
-  DS_RETURN_IF_ERROR(o.config.Validate());
-  DS_RETURN_IF_ERROR(o.tabular.Validate());
-  const char delim = TableDelimiter(o.config);
-  if (!o.config.field_delimiter.empty())
-    DS_RETURN_IF_ERROR(ParseDelimiter(o.config.field_delimiter).status());
-  if (o.model_dir.empty())
-    return DS_ERR(kInvalidArgument, "no model directory given (--model-dir)");
-  // One run per model directory at a time (model/model_dir.h LockModelDir).
-  DS_ASSIGN_OR_RETURN(std::unique_ptr<DirLock> lock, LockModelDir(o.model_dir));
-  if (o.resume) return ResumeTabular(o, obs, t0);
-  DS_RETURN_IF_ERROR(RefuseExisting(o.model_dir, o.config.overwrite));
-  if (!InputExists(o.input_path))
-    return DS_ERR(kNotFound, "{}: input file does not exist", o.input_path);
+namespace {
 
-  // 1. the table, its column types and associations (before touching the model
-  // dir). Messages are held back until the plan stands, so that an error is
-  // the only output of a run that fails here.
-  std::vector<std::string> infos;
-  DS_ASSIGN_OR_RETURN(RowTable table, ReadRowTable(o.input_path, delim, o.config.max_lines));
-  infos.push_back(fmt::format("read {} rows of {} columns from {}", table.rows.size(),
-                              table.header.size(), o.input_path));
+// The plan of a new run: column rules, associations (not under dp), batches.
+// Its messages go to *infos (shown once the plan stands).
+Result<TabularSpec> PlanTable(const TabularTrainOptions& o, const RowTable& table, char delim,
+                              std::vector<std::string>* infos_out) {
+  std::vector<std::string>& infos = *infos_out;
   RuleOptions ropts;
   if (o.config.dp && !o.config.dp_store_value_rules) ropts.store_values = false;
   ColumnRules rules = LearnColumnRules(table.header, table.rows, ropts);
@@ -706,7 +688,7 @@ Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularOb
                                 cols.size() * (cols.size() - 1) / 2, Since(ta)));
   }
   DS_ASSIGN_OR_RETURN(std::vector<TabularBatch> batches, PlanBatches(cols, assoc, tcfg));
-  DS_ASSIGN_OR_RETURN(char bdelim, ChooseBatchDelimiter(table));
+  DS_ASSIGN_OR_RETURN(const char bdelim, ChooseBatchDelimiter(table));
 
   TabularSpec spec;
   spec.datasynth_version = DS_VERSION;
@@ -725,6 +707,73 @@ Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularOb
                   : (uint64_t(std::random_device{}()) << 32 | std::random_device{}()) | 1u;
   spec.batches = batches;
   DS_RETURN_IF_ERROR(spec.Check("tabular plan"));
+  return spec;
+}
+
+// The batch CSVs in the model directory's temporary folder, and one job per batch.
+Status WriteBatchInputs(const TabularTrainOptions& o, const RowTable& table,
+                        const TabularSpec& spec, const std::string& tmp, TabularRun* run) {
+  const char bdelim = spec.batch_delimiter;
+  DS_RETURN_IF_ERROR(MakeDirs(tmp));
+  std::map<std::string, size_t> index;
+  for (size_t c = 0; c < table.header.size(); ++c) index[table.header[c]] = c;
+  for (size_t b = 0; b < spec.batches.size(); ++b) {
+    const auto& t = spec.batches[b];
+    std::vector<size_t> ids;
+    std::vector<std::string> header;
+    for (const auto* list : {&t.condition, &t.columns})
+      for (const auto& name : *list) {
+        ids.push_back(index.at(name));
+        header.push_back(name);
+      }
+    std::string text;
+    AppendCsvRecord(&text, header, bdelim);
+    std::vector<std::string_view> fields(ids.size());
+    for (const auto& row : table.rows) {
+      for (size_t i = 0; i < ids.size(); ++i) fields[i] = row[ids[i]];
+      AppendCsvRecord(&text, fields, bdelim);
+    }
+    BatchJob job;
+    job.batch = int(b);
+    job.width = int64_t(ids.size());
+    job.bytes = int64_t(text.size());
+    job.options.input_path = fmt::format("{}/batch_{}.csv", tmp, b);
+    job.options.model_dir = o.model_dir + "/" + t.dir;
+    DS_RETURN_IF_ERROR(WriteFileAtomic(job.options.input_path, text));
+    job.options.config = BatchConfig(o.config, spec, b);
+    run->jobs.push_back(std::move(job));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularObserver* observer) {
+  TabularObserver null_observer;
+  TabularObserver& obs = observer ? *observer : null_observer;
+  auto t0 = Clock::now();
+  DS_RETURN_IF_ERROR(o.config.Validate());
+  DS_RETURN_IF_ERROR(o.tabular.Validate());
+  const char delim = TableDelimiter(o.config);
+  if (!o.config.field_delimiter.empty())
+    DS_RETURN_IF_ERROR(ParseDelimiter(o.config.field_delimiter).status());
+  if (o.model_dir.empty())
+    return DS_ERR(kInvalidArgument, "no model directory given (--model-dir)");
+  // One run per model directory at a time (model/model_dir.h LockModelDir).
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<DirLock> lock, LockModelDir(o.model_dir));
+  if (o.resume) return ResumeTabular(o, obs, t0);
+  DS_RETURN_IF_ERROR(RefuseExisting(o.model_dir, o.config.overwrite));
+  if (!InputExists(o.input_path))
+    return DS_ERR(kNotFound, "{}: input file does not exist", o.input_path);
+
+  // 1. the table, its column types and associations (before touching the model
+  // dir). Messages are held back until the plan stands, so that an error is
+  // the only output of a run that fails here.
+  std::vector<std::string> infos;
+  DS_ASSIGN_OR_RETURN(RowTable table, ReadRowTable(o.input_path, delim, o.config.max_lines));
+  infos.push_back(fmt::format("read {} rows of {} columns from {}", table.rows.size(),
+                              table.header.size(), o.input_path));
+  DS_ASSIGN_OR_RETURN(TabularSpec spec, PlanTable(o, table, delim, &infos));
   for (const auto& m : infos) obs.OnInfo(m);
   for (size_t b = 0; b < spec.batches.size(); ++b) {
     const auto& t = spec.batches[b];
@@ -740,40 +789,12 @@ Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularOb
   run.t0 = t0;
   run.spec = spec;
   run.base = o.config;
-  run.parallel_batches = tcfg.parallel_batches;
+  run.parallel_batches = o.tabular.parallel_batches;
   DS_RETURN_IF_ERROR(PrepareModelDir(o.model_dir, o.config.overwrite, &run.created));
   run.created = run.created || lock->created();  // the lock made the directory
   const std::string tmp = o.model_dir + "/" + kTmpDir;
   Status st = [&]() -> Status {
-    DS_RETURN_IF_ERROR(MakeDirs(tmp));
-    std::map<std::string, size_t> index;
-    for (size_t c = 0; c < table.header.size(); ++c) index[table.header[c]] = c;
-    for (size_t b = 0; b < spec.batches.size(); ++b) {
-      const auto& t = spec.batches[b];
-      std::vector<size_t> ids;
-      std::vector<std::string> header;
-      for (const auto* list : {&t.condition, &t.columns})
-        for (const auto& name : *list) {
-          ids.push_back(index.at(name));
-          header.push_back(name);
-        }
-      std::string text;
-      AppendCsvRecord(&text, header, bdelim);
-      std::vector<std::string_view> fields(ids.size());
-      for (const auto& row : table.rows) {
-        for (size_t i = 0; i < ids.size(); ++i) fields[i] = row[ids[i]];
-        AppendCsvRecord(&text, fields, bdelim);
-      }
-      BatchJob job;
-      job.batch = int(b);
-      job.width = int64_t(ids.size());
-      job.bytes = int64_t(text.size());
-      job.options.input_path = fmt::format("{}/batch_{}.csv", tmp, b);
-      job.options.model_dir = o.model_dir + "/" + t.dir;
-      DS_RETURN_IF_ERROR(WriteFileAtomic(job.options.input_path, text));
-      job.options.config = BatchConfig(o.config, spec, b);
-      run.jobs.push_back(std::move(job));
-    }
+    DS_RETURN_IF_ERROR(WriteBatchInputs(o, table, spec, tmp, &run));
     return WriteResumeState(run, 0);
   }();
   if (!st.ok()) {
