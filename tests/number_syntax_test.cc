@@ -112,6 +112,7 @@ TEST(NumberSyntax, RulesAndEvaluateKeepTheirDefinitions) {
     if (old_eval) {
       ++numbers;
       EXPECT_EQ(a, b) << s;
+      EXPECT_EQ(std::signbit(a), std::signbit(b)) << s;
       NumberSyntax n;
       ASSERT_TRUE(ScanNumber(s, &n));
       EXPECT_EQ(n.leading_zero, OldLeadingZero(s)) << s;
@@ -127,7 +128,12 @@ TEST(NumberSyntax, RulesAndEvaluateKeepTheirDefinitions) {
       EXPECT_EQ(v, std::strtod(s.c_str(), nullptr)) << s;
     }
   }
-  EXPECT_GT(numbers, 10000);  // the sample exercises the accepting side too
+  EXPECT_GT(numbers, 10000);
+  NumberSyntax big;
+  ASSERT_TRUE(ScanNumber("-999999999999999", &big));  // 15 digits: the exact integer path
+  EXPECT_EQ(big.value, -999999999999999.0);
+  ASSERT_TRUE(ScanNumber("12345678901234567890", &big));  // beyond: strtod's rounding
+  EXPECT_EQ(big.value, std::strtod("12345678901234567890", nullptr));  // the sample exercises the accepting side too
   int64_t x = 0;
   EXPECT_TRUE(ParseRuleInteger("-123456789012345678", &x));
   EXPECT_EQ(x, -123456789012345678);

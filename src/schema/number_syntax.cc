@@ -1,5 +1,6 @@
 // ScanNumber (schema/column_type.h): the one number scanner.
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -37,6 +38,14 @@ bool ScanNumber(std::string_view s, NumberSyntax* out) {
     if (digits() == 0) return false;
   }
   if (i != s.size()) return false;
+  if (!n.point && !n.exponent && n.int_digits <= 15) {
+    // An integer below 2^53: exact in a double, as strtod would give it.
+    int64_t v = 0;
+    for (size_t k = int_start; k < s.size(); ++k) v = v * 10 + (s[k] - '0');
+    n.value = n.negative ? -double(v) : double(v);
+    *out = n;
+    return true;
+  }
   // strtod on a terminated copy (the grammar above is a subset of its input,
   // so it reads the whole string).
   char small[64];
