@@ -31,12 +31,12 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "generate/column_rules.h"
 #include "generate/constraints.h"
 #include "generate/generate.h"
 #include "generate/generator.h"
 #include "generate/sampler.h"
 #include "model/network.h"
+#include "schema/column_rules.h"
 #include "tokenize/tokenizer.h"
 #include "util/rng.h"
 

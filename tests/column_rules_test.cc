@@ -1,6 +1,6 @@
 // Column rules: type inference, learned ranges and categories, validation
 // with explanations, switches, JSON round trip and hostile JSON.
-#include "generate/column_rules.h"
+#include "schema/column_rules.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -239,6 +239,22 @@ TEST(Table, ErrorsNameFileAndLine) {
   EXPECT_FALSE(ParseTable("", ',', "empty.csv").ok());
 }
 
+// evaluate reads tables with the training reader (io/csv.h): what train
+// accepts, evaluate accepts (a literal quote in an unquoted field, CRLF, a
+// BOM), and its strict checks (invalid UTF-8) apply with file:line.
+TEST(Table, ReadsWhatTrainingReads) {
+  auto t = ParseTable("height,n\r\n5'10\",1\r\n\"a \"\"b\"\"\",2\r\n", ',', "mem.csv");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->num_rows(), 2u);
+  EXPECT_EQ(t->columns[0].values[0], "5'10\"");
+  EXPECT_EQ(t->columns[0].values[1], "a \"b\"");
+  auto bad = ParseTable("a,b\n1,\xff\n", ',', "latin1.csv");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("latin1.csv:2: field 2 'b': invalid UTF-8"),
+            std::string::npos)
+      << bad.status().message();
+}
+
 TEST(Table, InfersTypesAndRoundTrips) {
   auto t = ParseTable("\xEF\xBB\xBFzip;n;cat\n02134;1.5;x\n10001;-2e3;y\n;;x\n", ';', "mem");
   ASSERT_TRUE(t.ok()) << t.status().ToString();

@@ -336,6 +336,25 @@ TEST(Workers, DeviceMemoryStatsReachTheSummary) {
   EXPECT_EQ(FormatWorkerMemory(cpu.summary), "");
 }
 
+// A worker that cannot start (its backend fails) sends an ERROR frame: the
+// run fails with the worker's own message (it used to arrive empty: the frame
+// was written unframed and decoded as a length-prefixed string).
+TEST(Workers, WorkerStartFailureCarriesItsMessage) {
+  FakeTokenizer tok;
+  auto m = FakeGenerationModel(tok, {"x", "y", "z"});
+  m.make_backend = [](int) -> Result<std::unique_ptr<InferBackend>> {
+    return DS_ERR(kUnavailable, "no backend for this test");
+  };
+  RunOptions o = BaseOptions();
+  o.parallelism = 2;
+  RunOut r = DoRun(m, o, "startfail.csv");
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_EQ(r.status.code(), Code::kInternal);
+  EXPECT_NE(r.status.message().find("failed: no backend for this test"), std::string::npos)
+      << r.status.message();
+  EXPECT_FALSE(r.summary.complete);
+}
+
 TEST(Workers, TextModelAndStdoutPathChecks) {
   FakeTokenizer tok;
   auto m = FakeGenerationModel(tok);

@@ -1,6 +1,5 @@
 #include "backend/device.h"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -10,6 +9,7 @@
 #include <mutex>
 
 #include "backend/device_allocator.h"
+#include "util/subprocess.h"
 #ifdef DS_HAVE_CUDA
 #include "backend/cuda/cuda_memory.h"
 #endif
@@ -95,16 +95,7 @@ Result<CudaProbe> ProbeCudaInChild() {
   return probe;
 #else
   // The child's answer: [u8 usable][u64 free][u64 total][why...] through a pipe.
-  int fds[2];
-  if (::pipe(fds) != 0) return DS_ERR(kIo, "cannot probe the GPU: pipe: {}", strerror(errno));
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return DS_ERR(kResourceExhausted, "cannot probe the GPU: fork: {}", strerror(errno));
-  }
-  if (pid == 0) {
-    ::close(fds[0]);
+  auto child = [](int fd) {
     std::string why;
     uint8_t ok = CudaAvailable(&why) ? 1 : 0;
     uint64_t mem[2] = {0, 0};
@@ -121,32 +112,23 @@ Result<CudaProbe> ProbeCudaInChild() {
     std::string msg(1, char(ok));
     msg.append(reinterpret_cast<const char*>(mem), sizeof(mem));
     msg += why.substr(0, 4000);
-    size_t off = 0;
-    while (off < msg.size()) {
-      ssize_t w = ::write(fds[1], msg.data() + off, msg.size() - off);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) break;
-      off += size_t(w);
-    }
+    (void)WriteAll(fd, msg);
     ::_exit(0);
+  };
+  Result<Subprocess> proc = Subprocess::Spawn(Subprocess::Channel::kPipe, child);
+  if (!proc.ok()) {
+    if (proc.status().code() == Code::kIo)
+      return DS_ERR(kIo, "cannot probe the GPU: pipe: {}", proc.status().message());
+    return DS_ERR(kResourceExhausted, "cannot probe the GPU: fork: {}", proc.status().message());
   }
-  ::close(fds[1]);
   std::string msg;
-  char buf[4096];
-  while (true) {
-    ssize_t n = ::read(fds[0], buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    msg.append(buf, size_t(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  proc->ReadToEnd(&msg);
+  proc->CloseChannel();
+  const int status = proc->Wait();
   if (msg.size() < 1 + 2 * sizeof(uint64_t)) {
-    probe.why = WIFSIGNALED(status)
-                    ? fmt::format("the GPU probe process was killed by signal {}", WTERMSIG(status))
-                    : "the GPU probe process gave no answer";
+    probe.why = TermSignal(status) ? fmt::format("the GPU probe process was killed by signal {}",
+                                                 TermSignal(status))
+                                   : "the GPU probe process gave no answer";
     return probe;
   }
   probe.usable = msg[0] != 0;

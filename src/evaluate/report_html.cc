@@ -390,29 +390,30 @@ figcaption{font-size:13px;text-align:center;color:#444}
 .note{font-size:13px;color:#444}
 )";
 
-}  // namespace
-
-std::string ReportToHtml(const EvalReport& r) {
-  std::string h;
-  h.reserve(1 << 20);
-  h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-       "<title>datasynth evaluation: " +
-       Esc(r.synthetic_source) + "</title><style>" + kStyle + "</style></head><body><main>\n";
-  h += "<h1>Synthetic data quality and privacy report</h1>";
-  h += fmt::format(
+// The document head and the line of sources.
+void AppendHead(const EvalReport& r, std::string* out) {
+  *out +=
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+      "<title>datasynth evaluation: " +
+      Esc(r.synthetic_source) + "</title><style>" + kStyle + "</style></head><body><main>\n";
+  *out += "<h1>Synthetic data quality and privacy report</h1>";
+  *out += fmt::format(
       "<div class=\"meta\">real (training): <b>{}</b> ({} rows) &middot; synthetic: <b>{}</b> "
       "({} rows)",
       Esc(r.real_source), r.real_rows, Esc(r.synthetic_source), r.synthetic_rows);
   if (!r.holdout_source.empty())
-    h += fmt::format(" &middot; holdout: <b>{}</b> ({} rows)", Esc(r.holdout_source),
-                     r.holdout_rows);
-  h += fmt::format(" &middot; {} columns evaluated &middot; datasynth {} &middot; {:.2f} s</div>\n",
-                   r.columns.size(), DS_VERSION, r.seconds);
+    *out += fmt::format(" &middot; holdout: <b>{}</b> ({} rows)", Esc(r.holdout_source),
+                        r.holdout_rows);
+  *out +=
+      fmt::format(" &middot; {} columns evaluated &middot; datasynth {} &middot; {:.2f} s</div>\n",
+                  r.columns.size(), DS_VERSION, r.seconds);
+}
 
-  // Verdict.
-  h += "<section class=\"verdict\" id=\"verdict\">" + Gauge(r.quality.overall, 120) + "<div>";
-  h += fmt::format(
+// The verdict: gauge, grade, privacy pill, warnings.
+void AppendVerdict(const EvalReport& r, std::string* out) {
+  *out += "<section class=\"verdict\" id=\"verdict\">" + Gauge(r.quality.overall, 120) + "<div>";
+  *out += fmt::format(
       "<div class=\"grade\" style=\"color:{}\">Synthetic quality score: {:.0f} / 100 "
       "&mdash; {}</div>",
       GradeColor(r.quality.overall), r.quality.overall, Esc(r.quality.grade));
@@ -420,32 +421,38 @@ std::string ReportToHtml(const EvalReport& r) {
     const char* color = r.privacy.verdict == "low risk" ? "#2e7d32"
                         : r.privacy.verdict == "review" ? "#ef6c00"
                                                         : "#c62828";
-    h += fmt::format(
+    *out += fmt::format(
         "<div style=\"margin-top:4px\">Privacy: <span class=\"pill\" "
         "style=\"background:{}\">{}</span></div>",
         color, Esc(r.privacy.verdict));
   }
-  h += "<p>" + Esc(r.verdict) + "</p></div></section>\n";
-  for (const std::string& w : r.warnings) h += "<div class=\"warn\">" + Esc(w) + "</div>\n";
+  *out += "<p>" + Esc(r.verdict) + "</p></div></section>\n";
+  for (const std::string& w : r.warnings) *out += "<div class=\"warn\">" + Esc(w) + "</div>\n";
+}
 
-  // Section scores.
-  h += "<h2>Quality scores</h2><table><tr><th>part</th><th class=\"num\">score</th><th></th>"
-       "<th class=\"num\">distance</th><th class=\"num\">holdout (ceiling)</th></tr>";
+// The section scores table.
+void AppendScores(const EvalReport& r, std::string* out) {
+  *out +=
+      "<h2>Quality scores</h2><table><tr><th>part</th><th class=\"num\">score</th><th></th>"
+      "<th class=\"num\">distance</th><th class=\"num\">holdout (ceiling)</th></tr>";
   const QualitySummary* base = r.has_holdout_baseline ? &r.holdout_baseline : nullptr;
-  h += SectionRow("Field distribution stability", r.quality.distribution,
-                  base ? &base->distribution : nullptr, "no columns");
-  h += SectionRow("Field correlation stability", r.quality.correlation,
-                  base ? &base->correlation : nullptr, "fewer than 2 numeric/categorical columns");
-  h += SectionRow("Deep structure stability", r.quality.deep_structure,
-                  base ? &base->deep_structure : nullptr, "no numeric/categorical columns");
-  h += fmt::format(
+  *out += SectionRow("Field distribution stability", r.quality.distribution,
+                     base ? &base->distribution : nullptr, "no columns");
+  *out +=
+      SectionRow("Field correlation stability", r.quality.correlation,
+                 base ? &base->correlation : nullptr, "fewer than 2 numeric/categorical columns");
+  *out += SectionRow("Deep structure stability", r.quality.deep_structure,
+                     base ? &base->deep_structure : nullptr, "no numeric/categorical columns");
+  *out += fmt::format(
       "<tr><td><b>Overall</b></td><td class=\"num\"><b>{:.1f}</b></td><td>{}</td><td></td>"
       "<td class=\"num\">{}</td></tr></table>\n",
       r.quality.overall, ScoreBar(r.quality.overall),
       base ? fmt::format("{:.1f}", base->overall) : "");
+}
 
-  // Columns, worst first.
-  h += fmt::format(
+// The column distributions, worst first.
+void AppendColumns(const EvalReport& r, std::string* out) {
+  *out += fmt::format(
       "<h2>Column distributions</h2><p class=\"note\">Share of rows per value or bin, "
       "<span class=\"key\" style=\"background:{}\"></span>real <span class=\"key\" "
       "style=\"background:{}\"></span>synthetic. Columns sorted from the lowest score. "
@@ -467,52 +474,58 @@ std::string ReportToHtml(const EvalReport& r) {
       extra += fmt::format(" &middot; <b>invalid {}</b>", c->invalid_synthetic);
     if (c->unseen_synthetic)
       extra += fmt::format(" &middot; unseen values {}", c->unseen_synthetic);
-    h += fmt::format(
+    *out += fmt::format(
         "<div class=\"card\"><h3><span title=\"{0}\">{1} <span class=\"muted\">({2})</span></span>"
         "<span style=\"color:{3}\">{4:.1f}</span></h3><div class=\"sub\">JS distance {5:.4f}{6}"
         "</div>{7}</div>\n",
         Esc(c->name), Esc(Short(c->name, 30)), ColumnKindName(c->type), GradeColor(c->score),
         c->score, c->js_distance, extra, BarChart(c->bins));
   }
-  h += "</div>\n";
+  *out += "</div>\n";
+}
 
-  // Correlations.
-  h += "<h2>Correlations</h2>";
+// The association matrices and the largest differences.
+void AppendCorrelations(const EvalReport& r, std::string* out) {
+  *out += "<h2>Correlations</h2>";
   const size_t k = r.matrix_columns.size();
   if (k >= 2) {
-    h += "<p class=\"note\">Mixed association matrix: Pearson r between numeric columns, "
-         "Theil's U (row given column) between categorical columns, correlation ratio between "
-         "numeric and categorical columns. Text columns are left out.</p><div class=\"figs\">";
-    h += Heatmap("real", r.matrix_columns, r.corr_real, false);
-    h += Heatmap("synthetic", r.matrix_columns, r.corr_synthetic, false);
+    *out +=
+        "<p class=\"note\">Mixed association matrix: Pearson r between numeric columns, "
+        "Theil's U (row given column) between categorical columns, correlation ratio between "
+        "numeric and categorical columns. Text columns are left out.</p><div class=\"figs\">";
+    *out += Heatmap("real", r.matrix_columns, r.corr_real, false);
+    *out += Heatmap("synthetic", r.matrix_columns, r.corr_synthetic, false);
     std::vector<double> d(k * k);
     for (size_t i = 0; i < k * k; ++i) d[i] = std::fabs(r.corr_real[i] - r.corr_synthetic[i]);
-    h += Heatmap("|real - synthetic|", r.matrix_columns, d, true);
-    h +=
+    *out += Heatmap("|real - synthetic|", r.matrix_columns, d, true);
+    *out +=
         "</div><div>association " + Legend(false) + " &nbsp; difference " + Legend(true) + "</div>";
     std::vector<const PairScore*> pairs;
     for (const PairScore& p : r.pair_scores) pairs.push_back(&p);
     std::stable_sort(pairs.begin(), pairs.end(), [](const PairScore* a, const PairScore* b) {
       return a->abs_diff > b->abs_diff;
     });
-    h += "<h3 style=\"font-size:15px\">Largest differences</h3><table><tr><th>column a</th>"
-         "<th>column b</th><th>measure</th><th class=\"num\">real</th><th class=\"num\">"
-         "synthetic</th><th class=\"num\">|diff|</th></tr>";
+    *out +=
+        "<h3 style=\"font-size:15px\">Largest differences</h3><table><tr><th>column a</th>"
+        "<th>column b</th><th>measure</th><th class=\"num\">real</th><th class=\"num\">"
+        "synthetic</th><th class=\"num\">|diff|</th></tr>";
     for (size_t i = 0; i < pairs.size() && i < 12; ++i)
-      h += fmt::format(
+      *out += fmt::format(
           "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{:.3f}</td><td class=\"num\">"
           "{:.3f}</td><td class=\"num\">{:.3f}</td></tr>",
           Esc(pairs[i]->a), Esc(pairs[i]->b), pairs[i]->kind, pairs[i]->real, pairs[i]->synthetic,
           pairs[i]->abs_diff);
-    h += "</table>\n";
+    *out += "</table>\n";
   } else {
-    h += "<p class=\"muted\">Fewer than two numeric or categorical columns.</p>";
+    *out += "<p class=\"muted\">Fewer than two numeric or categorical columns.</p>";
   }
+}
 
-  // PCA.
-  h += "<h2>Deep structure (PCA)</h2>";
+// The PCA projections.
+void AppendPca(const EvalReport& r, std::string* out) {
+  *out += "<h2>Deep structure (PCA)</h2>";
   if (r.quality.deep_structure.available) {
-    h += fmt::format(
+    *out += fmt::format(
         "<p class=\"note\">Both tables projected on the first two principal components of the "
         "real data ({} features: numeric columns z-scored, frequent categories one-hot). "
         "PC1 explains {:.1f}% and PC2 {:.1f}% of the real variance. Jensen-Shannon distance of "
@@ -520,50 +533,53 @@ std::string ReportToHtml(const EvalReport& r) {
         r.pca.features, 100 * r.pca.explained_variance_ratio[0],
         100 * r.pca.explained_variance_ratio[1], r.pca.js_distance[0], r.pca.js_distance[1]);
     Box bx = PointsBox(r.pca.real_points, r.pca.synthetic_points);
-    h += Scatter("real", r.pca.real_points, kReal, bx);
-    h += Scatter("synthetic", r.pca.synthetic_points, kSynth, bx);
-    h += "</div>\n";
+    *out += Scatter("real", r.pca.real_points, kReal, bx);
+    *out += Scatter("synthetic", r.pca.synthetic_points, kSynth, bx);
+    *out += "</div>\n";
   } else {
-    h += "<p class=\"muted\">No numeric or categorical columns.</p>";
+    *out += "<p class=\"muted\">No numeric or categorical columns.</p>";
   }
+}
 
-  // Privacy.
-  h += "<h2>Privacy</h2>";
+// The privacy checks and charts.
+void AppendPrivacy(const EvalReport& r, std::string* out) {
+  *out += "<h2>Privacy</h2>";
   const PrivacyResult& p = r.privacy;
   if (p.available) {
-    h += "<table><tr><th>check</th><th class=\"num\">synthetic</th><th class=\"num\">holdout "
-         "(baseline)</th></tr>";
-    h += fmt::format(
+    *out +=
+        "<table><tr><th>check</th><th class=\"num\">synthetic</th><th class=\"num\">holdout "
+        "(baseline)</th></tr>";
+    *out += fmt::format(
         "<tr><td>rows identical to a training row</td><td class=\"num\">{} ({:.2f}%)</td>"
         "<td class=\"num\">{}</td></tr>",
         p.exact_copies, 100 * p.exact_copy_share,
         p.has_holdout
             ? fmt::format("{} ({:.2f}%)", p.holdout_exact_copies, 100 * p.holdout_exact_copy_share)
             : "");
-    h += fmt::format(
+    *out += fmt::format(
         "<tr><td>median distance to the closest training row</td><td class=\"num\">{:.4f}</td>"
         "<td class=\"num\">{}</td></tr>",
         p.dcr_synthetic_median, p.has_holdout ? fmt::format("{:.4f}", p.dcr_holdout_median) : "");
-    h += fmt::format(
+    *out += fmt::format(
         "<tr><td>5th percentile of that distance</td><td class=\"num\">{:.4f}</td>"
         "<td class=\"num\">{}</td></tr>",
         p.dcr_synthetic_p05, p.has_holdout ? fmt::format("{:.4f}", p.dcr_holdout_p05) : "");
     if (p.has_holdout)
-      h += fmt::format(
+      *out += fmt::format(
           "<tr><td>synthetic rows closer than the holdout's 5th percentile</td>"
           "<td class=\"num\">{:.1f}%</td><td class=\"num\">5% by definition</td></tr>",
           100 * p.share_closer_than_holdout_p05);
-    h += fmt::format(
+    *out += fmt::format(
         "<tr><td>synthetic rows repeating another synthetic row</td><td class=\"num\">{}</td>"
         "<td></td></tr>",
         p.synthetic_duplicates);
     if (p.mia_available)
-      h += fmt::format(
+      *out += fmt::format(
           "<tr><td>membership inference AUC (0.5 = no leak) / advantage</td><td class=\"num\">"
           "{:.3f} / {:.3f}</td><td></td></tr>",
           p.mia_auc, p.mia_advantage);
-    h += "</table>";
-    h += fmt::format(
+    *out += "</table>";
+    *out += fmt::format(
         "<div class=\"figs\" style=\"margin-top:10px\"><figure>{}<figcaption><span class=\"key\" "
         "style=\"background:{}\"></span>synthetic ({} rows sampled){}</figcaption></figure>",
         DcrChart(p), kSynth, p.dcr_sample_synthetic,
@@ -572,21 +588,25 @@ std::string ReportToHtml(const EvalReport& r) {
                                     kHoldout, p.dcr_sample_holdout)
                       : "");
     if (p.mia_available)
-      h += fmt::format(
+      *out += fmt::format(
           "<figure>{}<figcaption>Membership inference ROC<br>{} training vs {} holdout rows,<br>"
           "score = closeness to the nearest synthetic row</figcaption></figure>",
           RocChart(p), p.mia_members, p.mia_non_members);
-    h += "</div>";
-    h += "<p class=\"note\">Distance: Gower, the mean over columns of |a &minus; b| / range "
-         "(numeric, capped at 1) or 0/1 mismatch (other columns). Synthetic rows that sit much "
-         "closer to training rows than fresh real (holdout) rows do are likely memorised.";
-    if (!p.has_holdout) h += " Pass a holdout to compare against fresh real rows.";
-    h += "</p>\n";
+    *out += "</div>";
+    *out +=
+        "<p class=\"note\">Distance: Gower, the mean over columns of |a &minus; b| / range "
+        "(numeric, capped at 1) or 0/1 mismatch (other columns). Synthetic rows that sit much "
+        "closer to training rows than fresh real (holdout) rows do are likely memorised.";
+    if (!p.has_holdout) *out += " Pass a holdout to compare against fresh real rows.";
+    *out += "</p>\n";
   } else {
-    h += "<p class=\"muted\">Privacy checks were not run.</p>";
+    *out += "<p class=\"muted\">Privacy checks were not run.</p>";
   }
+}
 
-  h += fmt::format(
+// How the scores are computed.
+void AppendMethod(const EvalReport& r, std::string* out) {
+  *out += fmt::format(
       "<h2>Method</h2><ul class=\"note\"><li>Field distribution stability: mean over columns of "
       "the Jensen-Shannon distance d (base 2) of real vs synthetic histograms ({} quantile bins "
       "or one per value); score = 100 (1 &minus; mean d).</li><li>Field correlation stability: "
@@ -596,6 +616,21 @@ std::string ReportToHtml(const EvalReport& r) {
       "d).</li><li>Overall = mean of the available parts. Grades: Excellent &ge; 80, Good &ge; "
       "60, Moderate &ge; 40, Poor &ge; 20, else Very poor.</li></ul>\n",
       r.bins_used, r.options.corr_full_scale);
+}
+
+}  // namespace
+
+std::string ReportToHtml(const EvalReport& r) {
+  std::string h;
+  h.reserve(1 << 20);
+  AppendHead(r, &h);
+  AppendVerdict(r, &h);
+  AppendScores(r, &h);
+  AppendColumns(r, &h);
+  AppendCorrelations(r, &h);
+  AppendPca(r, &h);
+  AppendPrivacy(r, &h);
+  AppendMethod(r, &h);
   h += "</main></body></html>\n";
   return h;
 }

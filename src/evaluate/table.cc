@@ -15,7 +15,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "io/input.h"
+#include "io/csv.h"
+#include "schema/column_type.h"
 #include "util/rng.h"
 
 namespace ds {
@@ -59,34 +60,19 @@ Status Table::Validate() const {
 }
 
 bool ParseNumber(std::string_view s, double* out) {
-  if (s.empty() || s.size() > 64) return false;
-  char buf[65];
-  std::memcpy(buf, s.data(), s.size());
-  buf[s.size()] = '\0';
-  // strtod accepts leading spaces, hex, "inf" and "nan": reject them.
-  char c0 = buf[0];
-  if (!(std::isdigit(static_cast<unsigned char>(c0)) || c0 == '-' || c0 == '+' || c0 == '.'))
-    return false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    char c = buf[i];
-    if (!(std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.' ||
-          c == 'e' || c == 'E'))
-      return false;
-  }
-  char* end = nullptr;
-  errno = 0;
-  double v = std::strtod(buf, &end);
-  if (end != buf + s.size() || !std::isfinite(v)) return false;
-  *out = v;
+  NumberSyntax n;
+  if (s.size() > 64 || !ScanNumber(s, &n)) return false;
+  *out = n.value;
   return true;
 }
 
 namespace {
 
-// "0123" or "-007": a redundant leading zero marks an identifier, not a number.
-bool HasRedundantLeadingZero(std::string_view s) {
-  size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
-  return s.size() > i + 1 && s[i] == '0' && std::isdigit(static_cast<unsigned char>(s[i + 1]));
+// A number, without a redundant leading zero ("0123" or "-007" marks an
+// identifier, not a quantity).
+bool IsQuantity(std::string_view s) {
+  NumberSyntax n;
+  return s.size() <= 64 && ScanNumber(s, &n) && !n.leading_zero;
 }
 
 }  // namespace
@@ -98,8 +84,7 @@ ColumnKind InferColumnKind(const std::vector<std::string>& values,
   for (const std::string& v : values) {
     if (v.empty()) continue;
     ++present;
-    double x;
-    if (!ParseNumber(v, &x) || HasRedundantLeadingZero(v)) {
+    if (!IsQuantity(v)) {
       numeric = false;
       break;
     }
@@ -140,110 +125,51 @@ Table Table::SelectRows(const std::vector<size_t>& rows) const {
   return t;
 }
 
-Result<Table> ParseTable(std::string_view text, char delimiter, const std::string& source) {
-  if (delimiter == '"' || delimiter == '\n' || delimiter == '\r')
-    return DS_ERR(kInvalidArgument, "{}: invalid delimiter '{}'", source, delimiter);
-  if (text.size() >= 3 && std::memcmp(text.data(), "\xEF\xBB\xBF", 3) == 0) text.remove_prefix(3);
+namespace {
 
-  std::vector<std::vector<std::string>> rows;  // [records][fields]
-  std::vector<size_t> row_lines;               // [records] 1-based line where each starts
-  std::vector<std::string> fields;
-  std::string field;
-  size_t line = 1, record_line = 1;
-  size_t i = 0, n = text.size();
-  bool any_in_record = false;  // the record has at least one character
-  auto end_record = [&]() {
-    fields.push_back(std::move(field));
-    field.clear();
-    rows.push_back(std::move(fields));
-    row_lines.push_back(record_line);
-    fields.clear();
-    any_in_record = false;
-  };
-  while (i < n) {
-    char c = text[i];
-    if (c == '"' && field.empty()) {
-      // Quoted field: runs to the closing quote ("" is a literal quote).
-      size_t quote_line = line;
-      ++i;
-      any_in_record = true;
-      bool closed = false;
-      while (i < n) {
-        char q = text[i];
-        if (q == '"') {
-          if (i + 1 < n && text[i + 1] == '"') {
-            field.push_back('"');
-            i += 2;
-            continue;
-          }
-          ++i;
-          closed = true;
-          break;
-        }
-        if (q == '\n') ++line;
-        field.push_back(q);
-        ++i;
-      }
-      if (!closed)
-        return DS_ERR(kInvalidInput, "{}:{}: quoted field is not closed before the end of file",
-                      source, quote_line);
-      if (i < n && text[i] != delimiter && text[i] != '\n' && text[i] != '\r')
-        return DS_ERR(kInvalidInput, "{}:{}: field {}: unexpected character after closing quote",
-                      source, line, fields.size() + 1);
-      continue;
-    }
-    if (c == delimiter) {
-      fields.push_back(std::move(field));
-      field.clear();
-      any_in_record = true;
-      ++i;
-      continue;
-    }
-    if (c == '\r' || c == '\n') {
-      if (c == '\r' && i + 1 < n && text[i + 1] == '\n') ++i;
-      ++i;
-      if (any_in_record || !field.empty() || (rows.size() > 0 && rows[0].size() == 1)) {
-        end_record();
-      }
-      ++line;
-      record_line = line;
-      continue;
-    }
-    if (c == '"')
-      return DS_ERR(kInvalidInput, "{}:{}: field {}: quote inside an unquoted field", source, line,
-                    fields.size() + 1);
-    field.push_back(c);
-    any_in_record = true;
-    ++i;
-  }
-  if (any_in_record || !field.empty()) end_record();
-  if (rows.empty()) return DS_ERR(kInvalidInput, "{}: empty file (no header row)", source);
-
+// The records of `rd` (header row first) as a table with inferred types.
+Result<Table> TableFromCsv(CsvReader& rd, const std::string& source) {
+  DS_RETURN_IF_ERROR(rd.RequireHeader());
   Table t;
   t.source = source;
-  const size_t nf = rows[0].size();
+  const std::vector<std::string>& header = rd.header();
+  const size_t nf = header.size();
   for (size_t f = 0; f < nf; ++f) {
-    if (rows[0][f].empty())
-      return DS_ERR(kInvalidInput, "{}:1: field {}: empty column name", source, f + 1);
-    t.AddColumn(rows[0][f], {});
-    t.columns.back().values.reserve(rows.size() - 1);
+    if (header[f].empty())
+      return DS_ERR(kInvalidInput, "{}:{}: field {}: empty column name", rd.path(),
+                    rd.record_line(), f + 1);
+    t.AddColumn(header[f], {});
   }
-  for (size_t r = 1; r < rows.size(); ++r) {
-    if (rows[r].size() != nf)
-      return DS_ERR(kInvalidInput, "{}:{}: expected {} fields, found {}", source, row_lines[r], nf,
-                    rows[r].size());
-    for (size_t f = 0; f < nf; ++f) t.columns[f].values.push_back(std::move(rows[r][f]));
+  std::vector<std::string> fields;
+  while (true) {
+    DS_ASSIGN_OR_RETURN(bool more, rd.Next(&fields));
+    if (!more) break;
+    if (fields.size() != nf)
+      return DS_ERR(kInvalidInput, "{}:{}: expected {} fields, found {}", rd.path(),
+                    rd.record_line(), nf, fields.size());
+    for (size_t f = 0; f < nf; ++f) t.columns[f].values.push_back(std::move(fields[f]));
   }
   DS_RETURN_IF_ERROR(t.Validate());
   t.InferTypes();
   return t;
 }
 
+}  // namespace
+
+Result<Table> ParseTable(std::string_view text, char delimiter, const std::string& source) {
+  CsvOptions opts;
+  opts.delimiter = delimiter;
+  DS_ASSIGN_OR_RETURN(auto rd, CsvReader::FromString(text, source, opts));
+  return TableFromCsv(*rd, source);
+}
+
 Result<Table> ReadTable(const std::string& path, char delimiter) {
-  // The inputs' reader (io/input.h): gzip by content, streams read once, devices
-  // refused, binary data detected in the first MiB.
-  DS_ASSIGN_OR_RETURN(std::string data, ReadAllInput(path, size_t{4} << 30));
-  return ParseTable(data, delimiter, path);
+  // The inputs' reader (io/input.h through io/csv.h): gzip by content, streams
+  // read once, devices refused, binary data detected in the first MiB.
+  CsvOptions opts;
+  opts.delimiter = delimiter;
+  DS_ASSIGN_OR_RETURN(auto rd, CsvReader::Open(path, opts));
+  return TableFromCsv(*rd, path);
 }
 
 namespace {

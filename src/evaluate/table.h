@@ -1,19 +1,21 @@
 // An in-memory table for evaluation: named columns of raw field text, each with
 // an inferred type.
 //
-// Reading: RFC 4180 CSV (quoted fields, "" escapes, CR/LF/CRLF line ends,
-// newlines inside quotes, optional UTF-8 BOM), first row is the header. The bytes
-// come from io/input.h's reader (gzip decompressed by content; pipes, FIFOs and
-// <(...) read once; devices refused; binary data refused in the first MiB); the
-// parser is private to src/evaluate.
+// Reading: through the training reader, io/csv.h's CsvReader (RFC 4180 with
+// its choices: a literal quote inside an unquoted field is kept, blank lines
+// are skipped, NUL bytes and invalid UTF-8 are errors naming file:line and
+// field), first row is the header; the bytes come from io/input.h (gzip
+// decompressed by content; pipes, FIFOs and <(...) read once; devices
+// refused; binary data refused in the first MiB). A table evaluate reads is
+// a table train would read.
 //
 // Missing values: an empty field is missing (the datasets' convention). Nothing
 // else is: "NA" or "None" are ordinary values (ames uses "None" as a category).
 //
 // Type inference (InferColumnKind), on the non-missing values:
-//   numeric      every value parses completely as a finite decimal number and no
-//                value has a redundant leading zero ("02134" marks an identifier
-//                such as a zip code, which is not a quantity);
+//   numeric      every value parses completely as a finite decimal number
+//                (ParseNumber) and no value has a redundant leading zero ("02134" marks an
+//                identifier such as a zip code, which is not a quantity);
 //   text         otherwise, when the column has more than `text_min_distinct`
 //                distinct values and more than `text_min_distinct_ratio` of its
 //                values are distinct (free text, identifiers);
@@ -63,8 +65,9 @@ struct Table {
   Table SelectRows(const std::vector<size_t>& rows) const;
 };
 
-// Parses a decimal number ("12", "-3.5e2", " 7 " is not accepted); false if the
-// whole string is not a finite number.
+// Parses a decimal number ("12", "-3.5e2", "1.", ".5"; " 7 " is not accepted)
+// of at most 64 bytes through the one number scanner (schema/column_type.h
+// ScanNumber); false if the whole string is not a finite number.
 bool ParseNumber(std::string_view s, double* out);
 
 ColumnKind InferColumnKind(const std::vector<std::string>& values,

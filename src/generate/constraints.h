@@ -86,8 +86,8 @@
 #include <string_view>
 #include <vector>
 
-#include "generate/column_rules.h"
 #include "generate/sampler.h"
+#include "schema/column_rules.h"
 #include "tokenize/tokenizer.h"
 #include "util/status.h"
 

@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "backend/device.h"
-#include "generate/column_rules.h"
 #include "generate/constraints.h"
 #include "generate/generator.h"
 #include "generate/workers.h"
 #include "model/model_dir.h"
+#include "schema/column_rules.h"
 
 namespace ds {
 

@@ -30,10 +30,10 @@
 
 #include "backend/backend.h"
 #include "generate/batch_sampler.h"
-#include "generate/column_rules.h"
 #include "generate/constraints.h"
 #include "generate/sampler.h"
 #include "generate/scheduler.h"
+#include "schema/column_rules.h"
 #include "tokenize/tokenizer.h"
 #include "util/status.h"
 

@@ -33,10 +33,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "generate/output.h"
 #include "generate/scheduler.h"
 #include "util/status.h"
 
@@ -71,5 +75,71 @@ Result<std::optional<GenerationCheckpoint>> ReadCheckpoint(const std::string& pa
 // (kInvalidArgument) names each differing setting with both values.
 Status CompareResumeSettings(const nlohmann::json& saved, const nlohmann::json& now,
                              const std::string& source);
+
+// The resumable output of one generation run (the checkpoint protocol above):
+// a new output, or the continuation of an interrupted run's. The caller
+// passes the scheduler's position and the token count with every call that
+// may checkpoint.
+struct ResumableOutputOptions {
+  std::string path;  // "" or "-" = standard output (not resumable)
+  OutputFormat format = OutputFormat::kCsv;
+  std::vector<std::string> header;
+  char delimiter = ',';
+  bool resume = false;  // continue an interrupted run (none: a new run, with a warning)
+  OutputPolicy policy;  // what the output may replace (`resume` is set here)
+  nlohmann::json settings = nlohmann::json::object();   // must match on resume
+  const AttemptScheduler::Options* schedule = nullptr;  // a resumed position must fit it
+  std::function<void(const std::string&)> warning;
+};
+
+class ResumableOutput {
+ public:
+  using Position = AttemptScheduler::Position;
+  // Checks the target (CheckOutputTarget), reads and checks the progress file
+  // on resume, and opens the sink. Errors as the file comment says.
+  static Result<std::unique_ptr<ResumableOutput>> Open(const ResumableOutputOptions& options);
+
+  bool to_file() const { return to_file_; }
+  const std::string& path() const { return path_; }  // "" for standard output
+  // The interrupted run's checkpoint; nullopt for a new run.
+  const std::optional<GenerationCheckpoint>& resumed() const { return resumed_; }
+  Position start() const { return resumed_ ? resumed_->position : Position{}; }
+
+  // A new run: the header, then the first checkpoint (a resumed run: nothing).
+  Status Begin(const Position& pos, int64_t tokens);
+  // One released record (written whole; invalid ones only in jsonl).
+  Status Write(const GeneratedRecord& record, const Position& pos, int64_t tokens);
+  // The records written so far reach the disk, then the progress file says so.
+  Status Checkpoint(const Position& pos, int64_t tokens);
+  // Ends the run (`st`: how it went; `complete`: every record produced) and
+  // returns the run's status: an incomplete file output keeps an up-to-date
+  // progress file (resumable()), a complete one loses it.
+  Status Finish(Status st, bool complete, const Position& pos, int64_t tokens);
+  // Gives up before any record: removes a new partial file.
+  void Abort() { sink_->Abort(); }
+  // In a forked child: see OutputSink::CloseInChild.
+  void CloseInChild() { sink_->CloseInChild(); }
+  // Writes the buffered records past the last checkpoint (test hook).
+  Status Flush() { return sink_->Flush(); }
+
+  int64_t written() const { return writer_->written(); }
+  bool write_ok() const { return sink_->error().ok(); }
+  // What the file holds (after a write error: up to the last good flush).
+  const GenerationCheckpoint& flushed() const { return flushed_; }
+  bool resumable() const { return resumable_; }
+
+ private:
+  ResumableOutput() = default;
+  void NoteFlush(bool force, const Position& pos, int64_t tokens);
+  Status Prepare(const ResumableOutputOptions& o);
+
+  bool to_file_ = false;
+  std::string path_, progress_path_;
+  std::optional<GenerationCheckpoint> resumed_;
+  std::unique_ptr<OutputSink> sink_;
+  std::unique_ptr<RecordWriter> writer_;
+  GenerationCheckpoint flushed_;
+  bool resumable_ = false;
+};
 
 }  // namespace ds

@@ -6,17 +6,15 @@
 // read-only mapping) with one compute thread, and runs a BatchSampler with
 // predict_batch_size slots. The parent never runs the network.
 //
-// Protocol (one UNIX stream socket per worker, length-prefixed frames):
-//   parent -> worker  TASKS  [(u64 id, i32 prefix)...]   attempts to run
-//   worker -> parent  RESULT id, prefix, valid, tokens, explain, fields
-//                     (validated in the worker)
-//                     ERROR  message (the worker could not start)
-//                     STATS  GPU allocator statistics (when they changed)
-// The parent keeps at most 2 x predict_batch_size attempts outstanding per
-// worker, in chunks of at most predict_batch_size split evenly over the
-// workers, so that every worker's slots stay busy; the AttemptScheduler
-// (generate/scheduler.h) decides which attempts run and releases results in
-// seed order, and keeps the global invalid budget.
+// Parts: generate/worker_protocol.h (the frames on each worker's UNIX
+// stream socket: TASKS to a worker; RESULT, ERROR, STATS back; the worker
+// process's loop), generate/worker_pool.h (the parent's side: forks the
+// workers through util/subprocess.h, keeps at most 2 x predict_batch_size
+// attempts outstanding per worker, in chunks of at most predict_batch_size
+// split evenly over the workers, so that every worker's slots stay busy) and
+// generate/resume.h ResumableOutput (the output file and its checkpoints).
+// The AttemptScheduler (generate/scheduler.h) decides which attempts run,
+// releases results in seed order, and keeps the global invalid budget.
 //
 // A worker that dies (socket closed, e.g. killed by a signal) is reported
 // through GenerateEvents::warning; the attempts it had not returned are run by

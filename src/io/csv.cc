@@ -38,18 +38,41 @@ Result<std::unique_ptr<CsvReader>> CsvReader::Open(const std::string& path, CsvO
   r->cap_ = std::max<size_t>(options.buffer_bytes, 4);
   r->buf_.reset(new char[r->cap_]);
   DS_ASSIGN_OR_RETURN(r->end_, ReadStartSkippingBom(r->in_.get(), r->buf_.get()));
-  r->chunk_ascii_ = IsAscii(std::string_view(r->buf_.get(), r->end_));
-  for (unsigned char c : {static_cast<unsigned char>(options.delimiter),
+  DS_RETURN_IF_ERROR(r->Start());
+  return r;
+}
+
+Result<std::unique_ptr<CsvReader>> CsvReader::FromString(std::string_view text,
+                                                         const std::string& source,
+                                                         CsvOptions options) {
+  DS_RETURN_IF_ERROR(CheckDelimiter(options.delimiter));
+  if (options.max_fields == 0) return DS_ERR(kInvalidArgument, "CSV max_fields must be > 0");
+  if (text.size() >= 3 && std::memcmp(text.data(), "\xEF\xBB\xBF", 3) == 0) text.remove_prefix(3);
+  std::unique_ptr<CsvReader> r(new CsvReader());
+  r->opts_ = options;
+  r->source_ = source;
+  r->cap_ = std::max<size_t>(text.size(), 4);
+  r->buf_.reset(new char[r->cap_]);
+  std::memcpy(r->buf_.get(), text.data(), text.size());
+  r->end_ = text.size();
+  DS_RETURN_IF_ERROR(r->Start());
+  return r;
+}
+
+// The tables of special bytes, then the header row.
+Status CsvReader::Start() {
+  chunk_ascii_ = IsAscii(std::string_view(buf_.get(), end_));
+  for (unsigned char c : {static_cast<unsigned char>(opts_.delimiter),
                           static_cast<unsigned char>('"'), static_cast<unsigned char>('\r'),
                           static_cast<unsigned char>('\n'), static_cast<unsigned char>('\0')}) {
-    r->unquoted_special_[c] = true;
+    unquoted_special_[c] = true;
   }
-  for (unsigned char c : {'"', '\n', '\0'}) r->quoted_special_[c] = true;
-  if (options.has_header) {
-    DS_ASSIGN_OR_RETURN(bool got, r->ReadRecord(&r->header_, /*is_header=*/true));
-    if (!got) r->header_.clear();
+  for (unsigned char c : {'"', '\n', '\0'}) quoted_special_[c] = true;
+  if (opts_.has_header) {
+    DS_ASSIGN_OR_RETURN(bool got, ReadRecord(&header_, /*is_header=*/true));
+    if (!got) header_.clear();
   }
-  return r;
+  return Status::Ok();
 }
 
 Status CsvReader::RequireHeader() const {
@@ -64,6 +87,10 @@ Result<bool> CsvReader::Next(std::vector<std::string>* fields) {
 }
 
 Result<bool> CsvReader::Fill() {
+  if (!in_) {  // FromString: the whole input was the first chunk
+    pos_ = end_ = 0;
+    return false;
+  }
   DS_ASSIGN_OR_RETURN(size_t r, in_->Read(buf_.get(), cap_));
   pos_ = 0;
   end_ = r;
@@ -80,16 +107,35 @@ std::string CsvReader::FieldRef(size_t index, bool is_header) const {
 
 Status CsvReader::CheckField(const std::string& f, size_t index, int64_t line, bool is_header,
                              bool ascii) {
-  if (f.size() > opts_.max_field_bytes) {
-    return DS_ERR(kInvalidInput, "{}:{}: {}: field longer than {} bytes", path(), line,
-                  FieldRef(index, is_header), opts_.max_field_bytes);
-  }
+  if (f.size() > opts_.max_field_bytes) return TooLong(index, line, is_header);
   size_t bad = 0;
   if (!ascii && !IsValidUtf8(f, &bad)) {
     return DS_ERR(kInvalidInput, "{}:{}: {}: invalid UTF-8 at byte {} of the field", path(), line,
                   FieldRef(index, is_header), bad);
   }
   return Status::Ok();
+}
+
+Status CsvReader::NulByte(size_t index, bool is_header) const {
+  return DS_ERR(kInvalidInput, "{}:{}: {}: NUL byte (binary file?)", path(), line_,
+                FieldRef(index, is_header));
+}
+
+Status CsvReader::TooManyFields() const {
+  return DS_ERR(kInvalidInput, "{}:{}: more than {} fields", path(), record_line_,
+                opts_.max_fields);
+}
+
+Status CsvReader::TooLong(size_t index, int64_t field_line, bool is_header) const {
+  return DS_ERR(kInvalidInput, "{}:{}: {}: field longer than {} bytes", path(), field_line,
+                FieldRef(index, is_header), opts_.max_field_bytes);
+}
+
+Status CsvReader::Unbalanced(size_t index, int64_t field_line, bool is_header) const {
+  return DS_ERR(kInvalidInput,
+                "{}:{}: {}: unbalanced quote: the quoted field starting on this line is never "
+                "closed",
+                path(), field_line, FieldRef(index, is_header));
 }
 
 // Resumable state machine; see the grammar in csv.h. The states persist across buffer
@@ -127,17 +173,9 @@ Result<bool> CsvReader::ReadRecord(std::vector<std::string>* out, bool is_header
       ascii = ascii && chunk_ascii_;
       if (!*more) {  // end of input
         if (st == kStart) return false;
-        if (st == kQuoted) {
-          return Fail(DS_ERR(kInvalidInput,
-                             "{}:{}: {}: unbalanced quote: the quoted field starting on this "
-                             "line is never closed",
-                             path(), field_line, FieldRef(nf, is_header)));
-        }
+        if (st == kQuoted) return Fail(Unbalanced(nf, field_line, is_header));
         if (st == kField) {  // input ends right after a delimiter: one more empty field
-          if (nf >= opts_.max_fields) {
-            return Fail(DS_ERR(kInvalidInput, "{}:{}: more than {} fields", path(), record_line_,
-                               opts_.max_fields));
-          }
+          if (nf >= opts_.max_fields) return Fail(TooManyFields());
           if (nf == out->size()) out->emplace_back();
           (*out)[nf].clear();
         } else {
@@ -168,10 +206,7 @@ Result<bool> CsvReader::ReadRecord(std::vector<std::string>* out, bool is_header
         [[fallthrough]];
       }
       case kField: {
-        if (nf >= opts_.max_fields) {
-          return Fail(DS_ERR(kInvalidInput, "{}:{}: more than {} fields", path(), record_line_,
-                             opts_.max_fields));
-        }
+        if (nf >= opts_.max_fields) return Fail(TooManyFields());
         if (nf == out->size()) out->emplace_back();
         f = &(*out)[nf];
         f->clear();
@@ -187,13 +222,8 @@ Result<bool> CsvReader::ReadRecord(std::vector<std::string>* out, bool is_header
       case kUnquoted: {
         const char* s = p;
         while (p < e && !unquoted_special_[static_cast<unsigned char>(*p)]) ++p;
-        if (p > s) {
-          f->append(s, static_cast<size_t>(p - s));
-          if (f->size() > max_field) {
-            return Fail(DS_ERR(kInvalidInput, "{}:{}: {}: field longer than {} bytes", path(),
-                               field_line, FieldRef(nf, is_header), max_field));
-          }
-        }
+        f->append(s, static_cast<size_t>(p - s));
+        if (f->size() > max_field) return Fail(TooLong(nf, field_line, is_header));
         if (p == e) continue;
         const char c = *p++;
         if (c == d) {
@@ -212,19 +242,13 @@ Result<bool> CsvReader::ReadRecord(std::vector<std::string>* out, bool is_header
           f->push_back('"');
           continue;
         }
-        return Fail(DS_ERR(kInvalidInput, "{}:{}: {}: NUL byte (binary file?)", path(), line_,
-                           FieldRef(nf, is_header)));
+        return Fail(NulByte(nf, is_header));
       }
       case kQuoted: {
         const char* s = p;
         while (p < e && !quoted_special_[static_cast<unsigned char>(*p)]) ++p;
-        if (p > s) {
-          f->append(s, static_cast<size_t>(p - s));
-          if (f->size() > max_field) {
-            return Fail(DS_ERR(kInvalidInput, "{}:{}: {}: field longer than {} bytes", path(),
-                               field_line, FieldRef(nf, is_header), max_field));
-          }
-        }
+        f->append(s, static_cast<size_t>(p - s));
+        if (f->size() > max_field) return Fail(TooLong(nf, field_line, is_header));
         if (p == e) continue;
         const char c = *p++;
         if (c == '"') {
@@ -233,8 +257,7 @@ Result<bool> CsvReader::ReadRecord(std::vector<std::string>* out, bool is_header
           ++line_;
           f->push_back('\n');
         } else {
-          return Fail(DS_ERR(kInvalidInput, "{}:{}: {}: NUL byte (binary file?)", path(), line_,
-                             FieldRef(nf, is_header)));
+          return Fail(NulByte(nf, is_header));
         }
         continue;
       }
@@ -250,10 +273,7 @@ Result<bool> CsvReader::ReadRecord(std::vector<std::string>* out, bool is_header
           st = kUnquoted;  // consumes the terminator (empty run)
           continue;
         }
-        if (c == '\0') {
-          return Fail(DS_ERR(kInvalidInput, "{}:{}: {}: NUL byte (binary file?)", path(), line_,
-                             FieldRef(nf, is_header)));
-        }
+        if (c == '\0') return Fail(NulByte(nf, is_header));
         return Fail(DS_ERR(kInvalidInput,
                            "{}:{}: {}: unexpected {} after the closing quote of a quoted field "
                            "(a quote inside a quoted field must be doubled: \"\")",

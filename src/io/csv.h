@@ -60,6 +60,11 @@ class CsvReader {
   // header row. Errors: see InputStream::Open; kInvalidArgument for a bad delimiter;
   // parse errors in the header row.
   static Result<std::unique_ptr<CsvReader>> Open(const std::string& path, CsvOptions options = {});
+  // Reads CSV text held in memory (a leading BOM dropped); `source` names it
+  // in messages. buffer_bytes does not apply.
+  static Result<std::unique_ptr<CsvReader>> FromString(std::string_view text,
+                                                       const std::string& source,
+                                                       CsvOptions options = {});
 
   // The header row (empty without has_header or for an empty file).
   const std::vector<std::string>& header() const { return header_; }
@@ -76,22 +81,29 @@ class CsvReader {
   // Data records returned by Next (the header is not counted).
   int64_t records_read() const { return records_read_; }
   // Path for messages ("<stdin>" for "-").
-  const std::string& path() const { return in_->path(); }
+  const std::string& path() const { return in_ ? in_->path() : source_; }
   const CsvOptions& options() const { return opts_; }
 
  private:
   CsvReader() = default;
   Result<bool> ReadRecord(std::vector<std::string>* out, bool is_header);
   Result<bool> Fill();
+  Status Start();  // after the first chunk is in buf_: tables, header row
   Status Fail(Status s) {
     error_ = s;
     return s;
   }
   std::string FieldRef(size_t index, bool is_header) const;  // "field 3 'tenure'"
   Status CheckField(const std::string& f, size_t index, int64_t line, bool is_header, bool ascii);
+  // The reader's errors (messages: see the file comment).
+  Status NulByte(size_t index, bool is_header) const;
+  Status TooManyFields() const;
+  Status TooLong(size_t index, int64_t field_line, bool is_header) const;
+  Status Unbalanced(size_t index, int64_t field_line, bool is_header) const;
 
   CsvOptions opts_;
-  std::unique_ptr<InputStream> in_;
+  std::unique_ptr<InputStream> in_;  // null for FromString
+  std::string source_;               // FromString: the name for messages
   std::unique_ptr<char[]> buf_;  // [cap_] current chunk of input
   size_t cap_ = 0;
   size_t pos_ = 0, end_ = 0;  // unparsed bytes are buf_[pos_, end_)

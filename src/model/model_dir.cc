@@ -6,56 +6,32 @@
 
 #include "io/csv.h"
 #include "util/fs.h"
+#include "util/json_fields.h"
 
 namespace ds {
 
 using Json = nlohmann::json;
 
-Json FileIdentityToJson(const FileIdentity& id) {
-  return {{"path", id.path}, {"dev", id.dev}, {"ino", id.ino}, {"mtime_ns", id.mtime_ns}};
+namespace {
+
+const JsonFields<FileIdentity>& FileIdentityFields() {
+  static const JsonFields<FileIdentity> fields = {
+      JsonMember("path", &FileIdentity::path),
+      JsonMember("dev", &FileIdentity::dev),
+      JsonMember("ino", &FileIdentity::ino),
+      JsonMember("mtime_ns", &FileIdentity::mtime_ns),
+  };
+  return fields;
 }
+
+}  // namespace
+
+Json FileIdentityToJson(const FileIdentity& id) { return ToJsonFields(id, FileIdentityFields()); }
 
 FileIdentity FileIdentityFromJson(const Json& j) {
   FileIdentity id;
-  id.path = j.at("path").get<std::string>();
-  id.dev = j.at("dev").get<uint64_t>();
-  id.ino = j.at("ino").get<uint64_t>();
-  id.mtime_ns = j.at("mtime_ns").get<int64_t>();
+  (void)ReadJsonFields(j, FileIdentityFields(), &id, "");  // only throws
   return id;
-}
-
-Json ModelMeta::ToJson() const {
-  Json j;
-  j["format_version"] = kModelFormatVersion;
-  j["datasynth_version"] = datasynth_version;
-  j["network"] = {{"vocab_size", spec.vocab_size},
-                  {"embedding_dim", spec.embedding_dim},
-                  {"rnn_units", spec.rnn_units},
-                  {"num_layers", spec.num_layers},
-                  {"dropout_rate", spec.dropout_rate},
-                  {"architecture", ArchitectureName(spec.architecture)}};
-  j["header"] = header;
-  j["delimiter"] = delimiter ? std::string(1, delimiter) : std::string();
-  j["input_path"] = input_path;
-  if (input_file) j["input_file"] = FileIdentityToJson(*input_file);
-  j["records"] = records;
-  j["tokens"] = tokens;
-  j["epochs_run"] = epochs_run;
-  j["best_epoch"] = best_epoch;
-  j["best_metric"] = best_metric;
-  j["train_seconds"] = train_seconds;
-  j["stop_reason"] = stop_reason;
-  j["device"] = device;
-  j["precision"] = precision;
-  j["dp"] = dp;
-  if (dp) {
-    j["epsilon"] = epsilon;
-    j["delta"] = delta;
-    j["dp_unit"] = dp_unit;
-  }
-  j["weights_file"] = weights_file;
-  j["weights_crc32"] = weights_crc;
-  return j;
 }
 
 namespace {
@@ -106,64 +82,107 @@ Status CheckMetaValues(const ModelMeta& m, const std::string& src) {
   return Status::Ok();
 }
 
+// model_params.json's "datasynth" block, one row per key (util/json_fields.h).
+const JsonFields<NetworkSpec>& NetworkFields() {
+  static const JsonFields<NetworkSpec> fields = {
+      JsonMember("vocab_size", &NetworkSpec::vocab_size),
+      JsonMember("embedding_dim", &NetworkSpec::embedding_dim),
+      JsonMember("rnn_units", &NetworkSpec::rnn_units),
+      JsonMember("num_layers", &NetworkSpec::num_layers),
+      JsonMember("dropout_rate", &NetworkSpec::dropout_rate),
+      // Absent in version 1 (every model then was an LSTM).
+      {"architecture", JsonNeed::kOptional,
+       [](const NetworkSpec& n) { return Json(ArchitectureName(n.architecture)); },
+       [](const Json& j, NetworkSpec* n, const std::string& src) -> Status {
+         const std::string arch = j.get<std::string>();
+         Result<Architecture> a = ParseArchitecture(arch);
+         if (!a.ok())
+           return DS_ERR(kCorrupt, "{}: network architecture '{}' is not one of: lstm, gru", src,
+                         arch);
+         n->architecture = a.value();
+         return Status::Ok();
+       }},
+  };
+  return fields;
+}
+
+bool IsDp(const ModelMeta& m) { return m.dp; }
+
+const JsonFields<ModelMeta>& MetaFields() {
+  using M = ModelMeta;
+  constexpr JsonNeed kOpt = JsonNeed::kOptional;
+  static const JsonFields<ModelMeta> fields = {
+      {"format_version", JsonNeed::kRequired, [](const M&) { return Json(kModelFormatVersion); },
+       [](const Json& j, M* m, const std::string& src) -> Status {
+         m->format_version = j.get<int>();
+         if (m->format_version < 1 || m->format_version > kModelFormatVersion)
+           return DS_ERR(kCorrupt,
+                         "{}: model format version {} is not supported (this build reads 1 to {})",
+                         src, m->format_version, kModelFormatVersion);
+         return Status::Ok();
+       }},
+      JsonMember("datasynth_version", &M::datasynth_version, kOpt),
+      {"network", JsonNeed::kRequired,
+       [](const M& m) { return ToJsonFields(m.spec, NetworkFields()); },
+       [](const Json& j, M* m, const std::string& src) -> Status {
+         DS_RETURN_IF_ERROR(ReadJsonFields(j, NetworkFields(), &m->spec, src));
+         if (m->format_version < 2 && m->spec.architecture != Architecture::kLstm)
+           return DS_ERR(kCorrupt,
+                         "{}: network architecture '{}' needs model format version 2 (the file "
+                         "says {})",
+                         src, ArchitectureName(m->spec.architecture), m->format_version);
+         auto bad = [](int v, int hi) { return v < 1 || v > hi; };
+         if (bad(m->spec.vocab_size, 10000000) || bad(m->spec.embedding_dim, 65536) ||
+             bad(m->spec.rnn_units, 65536) || bad(m->spec.num_layers, 64))
+           return DS_ERR(kCorrupt, "{}: network shape out of range", src);
+         return Status::Ok();
+       }},
+      JsonMember("header", &M::header),
+      {"delimiter", JsonNeed::kRequired,
+       [](const M& m) { return Json(m.delimiter ? std::string(1, m.delimiter) : std::string()); },
+       [](const Json& j, M* m, const std::string& src) -> Status {
+         std::string d = j.get<std::string>();
+         DS_RETURN_IF_ERROR(CheckMetaDelimiter(d, src));
+         m->delimiter = d.empty() ? 0 : d[0];
+         return Status::Ok();
+       }},
+      JsonMember("input_path", &M::input_path, kOpt),
+      // Optional: models written before it, and stream inputs, have none.
+      JsonOptional("input_file", &M::input_file, FileIdentityToJson, FileIdentityFromJson),
+      JsonMember("records", &M::records, kOpt),
+      JsonMember("tokens", &M::tokens, kOpt),
+      JsonMember("epochs_run", &M::epochs_run, kOpt),
+      JsonMember("best_epoch", &M::best_epoch, kOpt),
+      JsonMember("best_metric", &M::best_metric, kOpt),
+      JsonMember("train_seconds", &M::train_seconds, kOpt),
+      JsonMember("stop_reason", &M::stop_reason, kOpt),
+      JsonMember("device", &M::device, kOpt),
+      {"precision", kOpt, [](const M& m) { return Json(m.precision); },
+       [](const Json& j, M* m, const std::string& src) -> Status {
+         m->precision = j.get<std::string>();  // absent in older models: fp32
+         if (m->precision != "fp32" && m->precision != "bf16")
+           return BadKey(src, "precision", fmt::format("'{}' is not fp32 or bf16", m->precision));
+         return Status::Ok();
+       }},
+      JsonMember("dp", &M::dp, kOpt),
+      JsonMember("epsilon", &M::epsilon, JsonNeed::kRequired, IsDp),
+      JsonMember("delta", &M::delta, JsonNeed::kRequired, IsDp),
+      JsonMember("dp_unit", &M::dp_unit, kOpt, IsDp),
+      JsonMember("weights_file", &M::weights_file, kOpt),
+      JsonMember("weights_crc32", &M::weights_crc),
+  };
+  return fields;
+}
+
 }  // namespace
+
+Json ModelMeta::ToJson() const { return ToJsonFields(*this, MetaFields()); }
 
 Result<ModelMeta> ModelMeta::FromJson(const Json& j, const std::string& src) {
   ModelMeta m;
   try {
     if (!j.is_object()) return DS_ERR(kCorrupt, "{}: 'datasynth' block is not an object", src);
-    m.format_version = j.at("format_version").get<int>();
-    if (m.format_version < 1 || m.format_version > kModelFormatVersion)
-      return DS_ERR(kCorrupt,
-                    "{}: model format version {} is not supported (this build reads 1 to {})", src,
-                    m.format_version, kModelFormatVersion);
-    m.datasynth_version = j.value("datasynth_version", "");
-    const Json& n = j.at("network");
-    m.spec.vocab_size = n.at("vocab_size").get<int>();
-    m.spec.embedding_dim = n.at("embedding_dim").get<int>();
-    m.spec.rnn_units = n.at("rnn_units").get<int>();
-    m.spec.num_layers = n.at("num_layers").get<int>();
-    m.spec.dropout_rate = n.at("dropout_rate").get<float>();
-    // Absent in version 1 (every model then was an LSTM).
-    const std::string arch = n.value("architecture", "lstm");
-    Result<Architecture> a = ParseArchitecture(arch);
-    if (!a.ok())
-      return DS_ERR(kCorrupt, "{}: network architecture '{}' is not one of: lstm, gru", src, arch);
-    if (m.format_version < 2 && a.value() != Architecture::kLstm)
-      return DS_ERR(kCorrupt,
-                    "{}: network architecture '{}' needs model format version 2 (the file says {})",
-                    src, arch, m.format_version);
-    m.spec.architecture = a.value();
-    auto bad = [](int v, int hi) { return v < 1 || v > hi; };
-    if (bad(m.spec.vocab_size, 10000000) || bad(m.spec.embedding_dim, 65536) ||
-        bad(m.spec.rnn_units, 65536) || bad(m.spec.num_layers, 64))
-      return DS_ERR(kCorrupt, "{}: network shape out of range", src);
-    m.header = j.at("header").get<std::vector<std::string>>();
-    std::string d = j.at("delimiter").get<std::string>();
-    DS_RETURN_IF_ERROR(CheckMetaDelimiter(d, src));
-    m.delimiter = d.empty() ? 0 : d[0];
-    m.input_path = j.value("input_path", "");
-    // Optional: models written before it, and stream inputs, have none.
-    if (j.contains("input_file")) m.input_file = FileIdentityFromJson(j.at("input_file"));
-    m.records = j.value("records", int64_t(0));
-    m.tokens = j.value("tokens", int64_t(0));
-    m.epochs_run = j.value("epochs_run", 0);
-    m.best_epoch = j.value("best_epoch", 0);
-    m.best_metric = j.value("best_metric", 0.0);
-    m.train_seconds = j.value("train_seconds", 0.0);
-    m.stop_reason = j.value("stop_reason", "");
-    m.device = j.value("device", "cpu");
-    m.precision = j.value("precision", "fp32");
-    if (m.precision != "fp32" && m.precision != "bf16")
-      return BadKey(src, "precision", fmt::format("'{}' is not fp32 or bf16", m.precision));
-    m.dp = j.value("dp", false);
-    if (m.dp) {
-      m.epsilon = j.at("epsilon").get<double>();
-      m.delta = j.at("delta").get<double>();
-      m.dp_unit = j.value("dp_unit", "");
-    }
-    m.weights_file = j.value("weights_file", "weights.bin");
-    m.weights_crc = j.at("weights_crc32").get<uint32_t>();
+    DS_RETURN_IF_ERROR(ReadJsonFields(j, MetaFields(), &m, src));
   } catch (const Json::exception& e) {
     return DS_ERR(kCorrupt, "{}: malformed model metadata: {}", src, e.what());
   }

@@ -163,4 +163,26 @@ bool ScaleToColumn(const ColumnSchema& t, std::string_view value, int64_t* scale
 // field_types: "col=type;col2=datetime:%d.%m.%Y" -> map. Errors name the part.
 Result<std::map<std::string, std::string>> ParseFieldTypes(std::string_view spec);
 
+// ---- the one number scanner (shared) ----
+// Every number rule of the project reads numerals through ScanNumber and
+// states its own syntax over the result: the column rules (schema/
+// column_rules.h ParseRuleInteger / ParseRuleDecimal), evaluate's numeric
+// columns (evaluate/table.h ParseNumber), tabular grouping's numeric values
+// (through the column rules). Grammar (the decimal numerals of strtod):
+//   [+-] ( digits+ [ "." digits* ] | "." digits+ ) [ (e|E) [+-] digits+ ]
+// and the value must be finite (strtod's rounding). No spaces, no hex, no
+// "inf"/"nan". Implemented in schema/number_syntax.cc.
+struct NumberSyntax {
+  bool negative = false;      // a '-' sign
+  bool plus = false;          // a '+' sign
+  int int_digits = 0;         // digits before the point
+  bool leading_zero = false;  // int_digits > 1 and the first is '0' ("007": an identifier)
+  bool point = false;         // a '.' was written
+  int frac_digits = 0;        // digits after the point
+  bool exponent = false;      // an exponent part was written
+  double value = 0;
+};
+bool ScanNumber(std::string_view s, NumberSyntax* out);
+
 }  // namespace ds
+

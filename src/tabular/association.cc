@@ -8,16 +8,12 @@
 #include <unordered_map>
 
 #include "evaluate/metrics.h"
+#include "schema/column_type.h"
 
 namespace ds {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-bool IsMissing(const ColumnRule& r, const std::string& v) {
-  if (v.empty()) return true;
-  return std::find(r.missing_values.begin(), r.missing_values.end(), v) != r.missing_values.end();
-}
 
 }  // namespace
 
@@ -43,7 +39,8 @@ std::vector<ColumnProfile> ProfileColumns(const ColumnRules& rules,
       p.num.resize(sample.size());
       for (size_t i = 0; i < sample.size(); ++i) {
         const std::string& v = (*sample[i])[c];
-        p.num[i] = IsMissing(r, v) ? kNaN : std::strtod(v.c_str(), nullptr);
+        NumberSyntax num;
+        p.num[i] = r.IsMissing(v) || !ScanNumber(v, &num) ? kNaN : num.value;
       }
       continue;
     }
@@ -53,7 +50,7 @@ std::vector<ColumnProfile> ProfileColumns(const ColumnRules& rules,
     bool too_many = false;
     for (size_t i = 0; i < sample.size() && !too_many; ++i) {
       const std::string& v = (*sample[i])[c];
-      std::string_view key = IsMissing(r, v) ? std::string_view() : std::string_view(v);
+      std::string_view key = r.IsMissing(v) ? std::string_view() : std::string_view(v);
       auto [it, fresh] = ids.emplace(key, int32_t(ids.size()));
       p.code[i] = it->second;
       if (fresh && r.type == ColumnType::kText &&
@@ -113,28 +110,12 @@ double CramersV(const std::vector<int32_t>& a, int32_t la, const std::vector<int
 
 double CorrelationRatio(const std::vector<int32_t>& g, int32_t levels,
                         const std::vector<double>& x) {
-  std::vector<double> sum(size_t(std::max(levels, 1)), 0.0), cnt(sum.size(), 0.0);
-  double total = 0;
-  int64_t n = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (std::isnan(x[i])) continue;
-    sum[size_t(g[i])] += x[i];
-    cnt[size_t(g[i])] += 1;
-    total += x[i];
-    ++n;
-  }
-  if (n < 3) return 0;
-  const double mean = total / double(n);
-  double between = 0, within_total = 0;
-  for (size_t l = 0; l < sum.size(); ++l)
-    if (cnt[l] > 0) {
-      const double d = sum[l] / cnt[l] - mean;
-      between += cnt[l] * d * d;
-    }
-  for (size_t i = 0; i < x.size(); ++i)
-    if (!std::isnan(x[i])) within_total += (x[i] - mean) * (x[i] - mean);
-  if (within_total <= 0) return 0;
-  return std::min(1.0, std::sqrt(between / within_total));
+  // The one correlation ratio of the project (evaluate's); grouping wants at
+  // least 3 complete rows.
+  const size_t n = std::min(g.size(), x.size());
+  if (std::count_if(x.begin(), x.begin() + long(n), [](double v) { return !std::isnan(v); }) < 3)
+    return 0;
+  return ds::CorrelationRatio(g.data(), std::max(levels, 1), x.data(), n);
 }
 
 double Association(const ColumnProfile& a, const ColumnProfile& b) {

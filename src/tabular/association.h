@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "generate/column_rules.h"
+#include "schema/column_rules.h"
 
 namespace ds {
 
@@ -54,7 +54,8 @@ double AbsPearson(const std::vector<double>& x, const std::vector<double>& y);
 // Bias-corrected Cramér's V of two code vectors.
 double CramersV(const std::vector<int32_t>& a, int32_t levels_a, const std::vector<int32_t>& b,
                 int32_t levels_b);
-// Correlation ratio of numeric `x` (NaN = missing) given categories `g`.
+// Correlation ratio of numeric `x` (NaN = missing) given categories `g`:
+// evaluate's (evaluate/metrics.h), 0 with fewer than 3 complete rows.
 double CorrelationRatio(const std::vector<int32_t>& g, int32_t levels,
                         const std::vector<double>& x);
 

@@ -9,6 +9,7 @@
 
 #include "io/csv.h"
 #include "model/model_dir.h"
+#include "util/json_fields.h"
 
 namespace ds {
 namespace {
@@ -331,26 +332,83 @@ Result<std::vector<TabularBatch>> PlanBatches(const std::vector<PlanColumn>& col
   return out;
 }
 
+namespace {
+
+const JsonFields<TabularBatch>& BatchFields() {
+  static const JsonFields<TabularBatch> fields = {
+      JsonMember("dir", &TabularBatch::dir),
+      JsonMember("condition", &TabularBatch::condition),
+      JsonMember("columns", &TabularBatch::columns),
+  };
+  return fields;
+}
+
+// A delimiter: one ASCII character (io/csv.h ParseDelimiter).
+JsonField<TabularSpec> DelimiterField(const char* key, char TabularSpec::*member) {
+  return {key, JsonNeed::kRequired,
+          [member](const TabularSpec& s) { return Json(std::string(1, s.*member)); },
+          [key, member](const Json& j, TabularSpec* s, const std::string& src) -> Status {
+            std::string d = j.get<std::string>();
+            if (d.size() != 1)
+              return DS_ERR(kCorrupt, "{}: key '{}': '{}' is not one ASCII character", src, key, d);
+            Result<char> pd = ParseDelimiter(d);
+            if (!pd.ok())
+              return DS_ERR(kCorrupt, "{}: key '{}': {}", src, key, pd.status().message());
+            s->*member = *pd;
+            return Status::Ok();
+          }};
+}
+
+// tabular.json, one row per key (util/json_fields.h); "format" is checked
+// before the table is read.
+const JsonFields<TabularSpec>& SpecFields() {
+  using T = TabularSpec;
+  static const JsonFields<T> fields = {
+      {"version", JsonNeed::kRequired, [](const T& s) { return Json(s.format_version); },
+       [](const Json& j, T* s, const std::string& src) -> Status {
+         s->format_version = j.get<int>();
+         if (s->format_version != kTabularFormatVersion)
+           return DS_ERR(kCorrupt,
+                         "{}: unsupported tabular format version {} (this build reads {})", src,
+                         s->format_version, kTabularFormatVersion);
+         return Status::Ok();
+       }},
+      JsonMember("datasynth_version", &T::datasynth_version, JsonNeed::kOptional),
+      JsonMember("header", &T::header),
+      DelimiterField("delimiter", &T::delimiter),
+      DelimiterField("batch_delimiter", &T::batch_delimiter),
+      JsonMember("rows", &T::rows),
+      JsonMember("input", &T::input_path, JsonNeed::kOptional),
+      JsonOptional("input_file", &T::input_file, FileIdentityToJson, FileIdentityFromJson),
+      JsonMember("grouping", &T::grouping),
+      JsonMember("batch_columns", &T::batch_columns),
+      JsonMember("condition_columns", &T::condition_columns),
+      JsonMember("seed_columns", &T::seed_columns),
+      JsonMember("seed", &T::seed),
+      {"batches", JsonNeed::kRequired,
+       [](const T& s) {
+         Json bs = Json::array();
+         for (const auto& b : s.batches) bs.push_back(ToJsonFields(b, BatchFields()));
+         return bs;
+       },
+       [](const Json& j, T* s, const std::string& src) -> Status {
+         if (!j.is_array()) return DS_ERR(kCorrupt, "{}: 'batches' is not an array", src);
+         for (const auto& b : j) {
+           TabularBatch t;
+           DS_RETURN_IF_ERROR(ReadJsonFields(b, BatchFields(), &t, src));
+           s->batches.push_back(std::move(t));
+         }
+         return Status::Ok();
+       }},
+  };
+  return fields;
+}
+
+}  // namespace
+
 Json TabularSpec::ToJson() const {
-  Json j;
+  Json j = ToJsonFields(*this, SpecFields());
   j["format"] = "datasynth-tabular";
-  j["version"] = format_version;
-  j["datasynth_version"] = datasynth_version;
-  j["header"] = header;
-  j["delimiter"] = std::string(1, delimiter);
-  j["batch_delimiter"] = std::string(1, batch_delimiter);
-  j["rows"] = rows;
-  j["input"] = input_path;
-  if (input_file) j["input_file"] = FileIdentityToJson(*input_file);
-  j["grouping"] = grouping;
-  j["batch_columns"] = batch_columns;
-  j["condition_columns"] = condition_columns;
-  j["seed_columns"] = seed_columns;
-  j["seed"] = seed;
-  Json bs = Json::array();
-  for (const auto& b : batches)
-    bs.push_back({{"dir", b.dir}, {"condition", b.condition}, {"columns", b.columns}});
-  j["batches"] = bs;
   return j;
 }
 
@@ -359,38 +417,7 @@ Result<TabularSpec> TabularSpec::FromJson(const Json& j, const std::string& src)
   try {
     if (!j.is_object() || j.value("format", "") != "datasynth-tabular")
       return DS_ERR(kCorrupt, "{}: not a datasynth tabular model description", src);
-    s.format_version = j.at("version").get<int>();
-    if (s.format_version != kTabularFormatVersion)
-      return DS_ERR(kCorrupt, "{}: unsupported tabular format version {} (this build reads {})",
-                    src, s.format_version, kTabularFormatVersion);
-    s.datasynth_version = j.value("datasynth_version", "");
-    s.header = j.at("header").get<std::vector<std::string>>();
-    for (const char* key : {"delimiter", "batch_delimiter"}) {
-      std::string d = j.at(key).get<std::string>();
-      if (d.size() != 1)
-        return DS_ERR(kCorrupt, "{}: key '{}': '{}' is not one ASCII character", src, key, d);
-      Result<char> pd = ParseDelimiter(d);
-      if (!pd.ok())
-        return DS_ERR(kCorrupt, "{}: key '{}': {}", src, key, pd.status().message());
-      (std::string(key) == "delimiter" ? s.delimiter : s.batch_delimiter) = *pd;
-    }
-    s.rows = j.at("rows").get<int64_t>();
-    s.input_path = j.value("input", "");
-    if (j.contains("input_file")) s.input_file = FileIdentityFromJson(j.at("input_file"));
-    s.grouping = j.at("grouping").get<std::string>();
-    s.batch_columns = j.at("batch_columns").get<int>();
-    s.condition_columns = j.at("condition_columns").get<int>();
-    s.seed_columns = j.at("seed_columns").get<std::vector<std::string>>();
-    s.seed = j.at("seed").get<uint64_t>();
-    const Json& bs = j.at("batches");
-    if (!bs.is_array()) return DS_ERR(kCorrupt, "{}: 'batches' is not an array", src);
-    for (const auto& b : bs) {
-      TabularBatch t;
-      t.dir = b.at("dir").get<std::string>();
-      t.condition = b.at("condition").get<std::vector<std::string>>();
-      t.columns = b.at("columns").get<std::vector<std::string>>();
-      s.batches.push_back(std::move(t));
-    }
+    DS_RETURN_IF_ERROR(ReadJsonFields(j, SpecFields(), &s, src));
   } catch (const Json::exception& e) {
     return DS_ERR(kCorrupt, "{}: {}", src, e.what());
   }

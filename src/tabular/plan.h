@@ -49,7 +49,7 @@
 #include <string_view>
 #include <vector>
 
-#include "generate/column_rules.h"
+#include "schema/column_rules.h"
 #include "tabular/association.h"
 #include "util/fs.h"
 #include "util/status.h"

@@ -29,6 +29,8 @@
 #include "model/model_dir.h"
 #include "tabular/association.h"
 #include "util/fs.h"
+#include "util/json_fields.h"
+#include "util/subprocess.h"
 
 namespace ds {
 namespace {
@@ -93,22 +95,42 @@ Result<char> ChooseBatchDelimiter(const RowTable& t) {
 // ---------------------------------------------------------------------------
 // Per-batch training in child processes.
 
+// A double that is NaN when unknown: null in JSON (which has no NaN), and
+// any non-number reads back as NaN.
+JsonField<BatchTrainResult> MaybeNumber(const char* key, double BatchTrainResult::*member) {
+  return {key, JsonNeed::kOptional,
+          [member](const BatchTrainResult& r) {
+            return std::isnan(r.*member) ? Json(nullptr) : Json(r.*member);
+          },
+          [member](const Json& j, BatchTrainResult* r, const std::string&) {
+            r->*member = j.is_number() ? j.get<double>() : NAN;
+            return Status::Ok();
+          }};
+}
+
+// The "done" message of a batch process (its BatchTrainResult), one row per key.
+const JsonFields<BatchTrainResult>& DoneFields() {
+  using R = BatchTrainResult;
+  constexpr JsonNeed kOpt = JsonNeed::kOptional;
+  static const JsonFields<R> fields = {
+      JsonMember("records", &R::records, kOpt),
+      JsonMember("epochs_run", &R::epochs_run, kOpt),
+      JsonMember("best_epoch", &R::best_epoch, kOpt),
+      MaybeNumber("best_metric", &R::best_metric),
+      MaybeNumber("loss", &R::loss),
+      MaybeNumber("val_loss", &R::val_loss),
+      MaybeNumber("seconds", &R::seconds),
+      MaybeNumber("tokens_per_s", &R::tokens_per_s),
+      JsonMember("stop", &R::stop_reason, kOpt),
+  };
+  return fields;
+}
+
 // Sends the child's Train() events to the parent as JSON lines.
 class PipeObserver : public TrainObserver {
  public:
   explicit PipeObserver(int fd) : fd_(fd) {}
-  void Send(const Json& j) {
-    std::string s = Dump(j) + "\n";
-    const char* p = s.data();
-    size_t left = s.size();
-    while (left > 0) {
-      ssize_t n = ::write(fd_, p, left);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return;  // parent gone
-      p += n;
-      left -= size_t(n);
-    }
-  }
+  void Send(const Json& j) { (void)WriteAll(fd_, Dump(j) + "\n"); }  // false: parent gone
   void OnInfo(const std::string& m) override { Send({{"t", "info"}, {"m", m}}); }
   void OnEpoch(const EpochResult& r) override {
     Json j = EpochToJson(r);
@@ -135,26 +157,25 @@ class PipeObserver : public TrainObserver {
     ::_exit(1);
   }
   const TrainSummary& s = *r;
-  double loss = NAN, val_loss = NAN;
+  BatchTrainResult res;
+  res.loss = res.val_loss = NAN;
   for (const auto& e : s.history)
-    if (e.best) loss = e.loss, val_loss = e.val_loss;
-  Json done = {{"t", "done"},
-               {"records", s.meta.records},
-               {"epochs_run", s.meta.epochs_run},
-               {"best_epoch", s.meta.best_epoch},
-               {"best_metric", s.meta.best_metric},
-               {"loss", std::isnan(loss) ? Json(nullptr) : Json(loss)},
-               {"val_loss", std::isnan(val_loss) ? Json(nullptr) : Json(val_loss)},
-               {"seconds", s.seconds},
-               {"tokens_per_s", s.tokens_per_s},
-               {"stop", s.meta.stop_reason}};
+    if (e.best) res.loss = e.loss, res.val_loss = e.val_loss;
+  res.records = s.meta.records;
+  res.epochs_run = s.meta.epochs_run;
+  res.best_epoch = s.meta.best_epoch;
+  res.best_metric = s.meta.best_metric;
+  res.seconds = s.seconds;
+  res.tokens_per_s = s.tokens_per_s;
+  res.stop_reason = s.meta.stop_reason;
+  Json done = ToJsonFields(res, DoneFields());
+  done["t"] = "done";
   obs.Send(done);
   ::_exit(0);
 }
 
 struct Child {
-  pid_t pid = -1;
-  int fd = -1;
+  Subprocess proc;
   int batch = 0;
   std::string buf;
   bool done = false;
@@ -165,35 +186,26 @@ struct Child {
 
 void HandleLine(Child& c, const std::string& line, TabularObserver& obs);
 
+// Passes on the complete lines the child has sent.
+void HandleLines(Child& c, TabularObserver& obs) {
+  size_t pos;
+  while ((pos = c.buf.find('\n')) != std::string::npos) {
+    HandleLine(c, c.buf.substr(0, pos), obs);
+    c.buf.erase(0, pos + 1);
+  }
+}
+
 // Stops the batch processes (SIGTERM: each stops between steps and keeps its
 // last saved epoch), passes on what they still report, and waits for them.
 void KillAll(std::vector<Child>& running, TabularObserver* obs = nullptr) {
-  for (auto& c : running)
-    if (c.pid > 0) ::kill(c.pid, SIGTERM);
+  for (auto& c : running) c.proc.Signal(SIGTERM);
   for (auto& c : running) {
-    if (c.fd >= 0 && obs) {
-      ::fcntl(c.fd, F_SETFL, 0);  // blocking: read to the end
-      char tmp[65536];
-      ssize_t n;
-      while ((n = ::read(c.fd, tmp, sizeof(tmp))) != 0) {
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) break;
-        c.buf.append(tmp, size_t(n));
-      }
-      size_t pos;
-      while ((pos = c.buf.find('\n')) != std::string::npos) {
-        HandleLine(c, c.buf.substr(0, pos), *obs);
-        c.buf.erase(0, pos + 1);
-      }
+    if (obs) {
+      c.proc.ReadToEnd(&c.buf);
+      HandleLines(c, *obs);
     }
-    if (c.pid > 0) {
-      int st;
-      while (::waitpid(c.pid, &st, 0) < 0 && errno == EINTR) {
-      }
-    }
-    if (c.fd >= 0) ::close(c.fd);
-    c.pid = -1;
-    c.fd = -1;
+    c.proc.CloseChannel();
+    (void)c.proc.Wait();
   }
   running.clear();
 }
@@ -204,9 +216,6 @@ void HandleLine(Child& c, const std::string& line, TabularObserver& obs) {
   if (j.is_discarded() || !j.is_object()) return;
   try {
     std::string t = j.value("t", "");
-    auto num = [&](const char* k) {
-      return j.contains(k) && j[k].is_number() ? j[k].get<double>() : NAN;
-    };
     if (t == "info") {
       obs.OnBatchInfo(c.batch, j.value("m", ""));
     } else if (t == "epoch") {
@@ -217,17 +226,8 @@ void HandleLine(Child& c, const std::string& line, TabularObserver& obs) {
       c.error = Status(Code(code), j.value("m", std::string("unknown error")), __FILE__, __LINE__);
     } else if (t == "done") {
       c.done = true;
-      BatchTrainResult& r = c.result;
-      r.batch = c.batch;
-      r.records = j.value("records", int64_t{0});
-      r.epochs_run = j.value("epochs_run", 0);
-      r.best_epoch = j.value("best_epoch", 0);
-      r.best_metric = num("best_metric");
-      r.loss = num("loss");
-      r.val_loss = num("val_loss");
-      r.seconds = num("seconds");
-      r.tokens_per_s = num("tokens_per_s");
-      r.stop_reason = j.value("stop", "");
+      c.result.batch = c.batch;
+      (void)ReadJsonFields(j, DoneFields(), &c.result, "");  // throws on a mistyped value
     }
   } catch (const Json::exception&) {
   }
@@ -275,6 +275,50 @@ double BudgetFor(const std::vector<BatchJob>& jobs, size_t j, const std::vector<
   return std::max(1e-3, AllotSeconds(left, procs, busy, pending));
 }
 
+// Starts jobs[next] (its time budget set first, with a deadline).
+Status StartJob(std::vector<BatchJob>& jobs, size_t next, int procs, const TabularSpec& spec,
+                std::optional<Clock::time_point> deadline, TabularObserver& obs,
+                std::vector<Child>* running) {
+  BatchJob& job = jobs[next];
+  std::string budget_note;
+  if (deadline) {
+    job.options.time_budget_seconds = BudgetFor(jobs, next, *running, procs, *deadline);
+    budget_note = fmt::format(", time budget {:.1f}s", job.options.time_budget_seconds);
+  }
+  Result<Subprocess> proc =
+      Subprocess::Spawn(Subprocess::Channel::kPipe, [&](int fd) { RunChild(fd, job.options); });
+  if (!proc.ok()) {
+    if (proc.status().code() == Code::kIo)
+      return DS_ERR(kIo, "pipe failed: {}", proc.status().message());
+    return DS_ERR(kResourceExhausted, "fork failed: {}", proc.status().message());
+  }
+  Child c;
+  c.proc = std::move(proc).value();
+  c.batch = job.batch;
+  c.result.threads = job.options.config.threads;
+  c.end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                             std::chrono::duration<double>(job.options.time_budget_seconds));
+  running->push_back(std::move(c));
+  const TabularBatch& b = spec.batches[size_t(job.batch)];
+  obs.OnInfo(fmt::format("{}: {} ({} + {} conditioning columns, {} threads{})",
+                         BatchName(spec, size_t(job.batch)),
+                         job.options.resume ? "resuming" : "training", b.columns.size(),
+                         b.condition.size(), job.options.config.threads, budget_note));
+  return Status::Ok();
+}
+
+// A batch process whose output ended: its result, or the failure.
+Status FinishChild(Child& c, const TabularSpec& spec) {
+  c.proc.CloseChannel();
+  const int st = c.proc.Wait();
+  const std::string name = BatchName(spec, size_t(c.batch));
+  if (!c.error.ok())
+    return Status(c.error.code(), name + ": " + c.error.message(), c.error.file(), c.error.line());
+  if (c.done && ExitToStatus(st, "").ok()) return Status::Ok();
+  if (TermSignal(st)) return ExitToStatus(st, name + ": the training process was");
+  return DS_ERR(kInternal, "{}: the training process ended without a result", name);
+}
+
 // Runs the jobs in at most `procs` child processes at a time; with a deadline,
 // each batch gets its share of the time left (AllotSeconds).
 Status RunBatchJobs(std::vector<BatchJob> jobs, int procs, const TabularSpec& spec,
@@ -285,99 +329,30 @@ Status RunBatchJobs(std::vector<BatchJob> jobs, int procs, const TabularSpec& sp
   results->assign(spec.batches.size(), BatchTrainResult{});
   std::vector<Child> running;
   size_t next = 0;
+  // Stops the running batches; `drain`: passes on what they still report.
+  auto fail = [&](Status st, bool drain) {
+    KillAll(running, drain ? &obs : nullptr);
+    return st;
+  };
   while (next < jobs.size() || !running.empty()) {
-    if (cancel && cancel->load()) {
-      KillAll(running, &obs);
-      return DS_ERR(kCancelled, "training interrupted");
-    }
+    if (cancel && cancel->load()) return fail(DS_ERR(kCancelled, "training interrupted"), true);
     while (next < jobs.size() && int(running.size()) < procs) {
-      BatchJob& job = jobs[next++];
-      std::string budget_note;
-      if (deadline) {
-        job.options.time_budget_seconds = BudgetFor(jobs, next - 1, running, procs, *deadline);
-        budget_note = fmt::format(", time budget {:.1f}s", job.options.time_budget_seconds);
-      }
-      int fds[2];
-      if (::pipe2(fds, O_CLOEXEC) != 0) {
-        KillAll(running);
-        return DS_ERR(kIo, "pipe failed: {}", strerror(errno));
-      }
-      std::fflush(nullptr);
-      pid_t pid = ::fork();
-      if (pid < 0) {
-        ::close(fds[0]);
-        ::close(fds[1]);
-        KillAll(running);
-        return DS_ERR(kResourceExhausted, "fork failed: {}", strerror(errno));
-      }
-      if (pid == 0) {
-        ::close(fds[0]);
-        RunChild(fds[1], job.options);
-      }
-      ::close(fds[1]);
-      ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
-      Child c;
-      c.pid = pid;
-      c.fd = fds[0];
-      c.batch = job.batch;
-      c.result.threads = job.options.config.threads;
-      c.end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                 std::chrono::duration<double>(job.options.time_budget_seconds));
-      running.push_back(std::move(c));
-      obs.OnInfo(fmt::format(
-          "{}: {} ({} + {} conditioning columns, {} threads{})",
-          BatchName(spec, size_t(job.batch)), job.options.resume ? "resuming" : "training",
-          spec.batches[size_t(job.batch)].columns.size(),
-          spec.batches[size_t(job.batch)].condition.size(), job.options.config.threads,
-          budget_note));
+      Status st = StartJob(jobs, next++, procs, spec, deadline, obs, &running);
+      if (!st.ok()) return fail(st, false);
     }
     std::vector<pollfd> pfds;
-    for (const auto& c : running) pfds.push_back({c.fd, POLLIN, 0});
-    int pr = ::poll(pfds.data(), pfds.size(), 250);
-    if (pr < 0 && errno != EINTR) {
-      KillAll(running);
-      return DS_ERR(kIo, "poll failed: {}", strerror(errno));
-    }
+    for (const auto& c : running) pfds.push_back({c.proc.fd(), POLLIN, 0});
+    Result<int> pr = PollFds(&pfds, 250);
+    if (!pr.ok()) return fail(pr.status(), false);
     for (size_t i = 0; i < running.size();) {
       Child& c = running[i];
-      bool eof = false;
-      char tmp[65536];
-      while (true) {
-        ssize_t n = ::read(c.fd, tmp, sizeof(tmp));
-        if (n > 0) {
-          c.buf.append(tmp, size_t(n));
-          continue;
-        }
-        if (n == 0) eof = true;
-        if (n < 0 && errno == EINTR) continue;
-        break;
-      }
-      size_t pos;
-      while ((pos = c.buf.find('\n')) != std::string::npos) {
-        HandleLine(c, c.buf.substr(0, pos), obs);
-        c.buf.erase(0, pos + 1);
-      }
+      const bool eof = !c.proc.ReadAvailable(&c.buf);
+      HandleLines(c, obs);
       if (!eof) {
         ++i;
         continue;
       }
-      ::close(c.fd);
-      c.fd = -1;
-      int st = 0;
-      while (::waitpid(c.pid, &st, 0) < 0 && errno == EINTR) {
-      }
-      c.pid = -1;
-      const std::string name = BatchName(spec, size_t(c.batch));
-      Status failure;
-      if (!c.error.ok()) {
-        failure =
-            Status(c.error.code(), name + ": " + c.error.message(), c.error.file(), c.error.line());
-      } else if (!c.done || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        failure = WIFSIGNALED(st)
-                      ? DS_ERR(kInternal, "{}: the training process was killed by signal {} ({})",
-                               name, WTERMSIG(st), strsignal(WTERMSIG(st)))
-                      : DS_ERR(kInternal, "{}: the training process ended without a result", name);
-      }
+      Status failure = FinishChild(c, spec);
       if (!failure.ok()) {
         running.erase(running.begin() + long(i));
         KillAll(running, &obs);
@@ -734,33 +709,13 @@ Status WriteRowTable(const std::string& path, const std::vector<std::string>& he
   return Status::Ok();
 }
 
-Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularObserver* observer) {
-  TabularObserver null_observer;
-  TabularObserver& obs = observer ? *observer : null_observer;
-  if (dist::ServesBatches()) return ServeBatches(o.cancel, obs);  // mpirun: rank 0 plans
-  dist::BatchService service;  // mpirun: the other ranks' service ends with this call
-  auto t0 = Clock::now();
-  DS_RETURN_IF_ERROR(o.config.Validate());
-  DS_RETURN_IF_ERROR(o.tabular.Validate());
-  const char delim = TableDelimiter(o.config);
-  if (!o.config.field_delimiter.empty())
-    DS_RETURN_IF_ERROR(ParseDelimiter(o.config.field_delimiter).status());
-  if (o.model_dir.empty())
-    return DS_ERR(kInvalidArgument, "no model directory given (--model-dir)");
-  // One run per model directory at a time (model/model_dir.h LockModelDir).
-  DS_ASSIGN_OR_RETURN(std::unique_ptr<DirLock> lock, LockModelDir(o.model_dir));
-  if (o.resume) return ResumeTabular(o, obs, t0);
-  DS_RETURN_IF_ERROR(RefuseExisting(o.model_dir, o.config.overwrite));
-  if (!InputExists(o.input_path))
-    return DS_ERR(kNotFound, "{}: input file does not exist", o.input_path);
+namespace {
 
-  // 1. the table, its column types and associations (before touching the model
-  // dir). Messages are held back until the plan stands, so that an error is
-  // the only output of a run that fails here.
-  std::vector<std::string> infos;
-  DS_ASSIGN_OR_RETURN(RowTable table, ReadRowTable(o.input_path, delim, o.config.max_lines));
-  infos.push_back(fmt::format("read {} rows of {} columns from {}", table.rows.size(),
-                              table.header.size(), o.input_path));
+// The plan of a new run: column rules, associations (not under dp), batches.
+// Its messages go to *infos (shown once the plan stands).
+Result<TabularSpec> PlanTable(const TabularTrainOptions& o, const RowTable& table, char delim,
+                              std::vector<std::string>* infos_out) {
+  std::vector<std::string>& infos = *infos_out;
   RuleOptions ropts;
   if (o.config.dp && !o.config.dp_store_value_rules) ropts.store_values = false;
   ColumnRules rules = LearnColumnRules(table.header, table.rows, ropts);
@@ -795,7 +750,7 @@ Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularOb
                                 cols.size() * (cols.size() - 1) / 2, Since(ta)));
   }
   DS_ASSIGN_OR_RETURN(std::vector<TabularBatch> batches, PlanBatches(cols, assoc, tcfg));
-  DS_ASSIGN_OR_RETURN(char bdelim, ChooseBatchDelimiter(table));
+  DS_ASSIGN_OR_RETURN(const char bdelim, ChooseBatchDelimiter(table));
 
   TabularSpec spec;
   spec.datasynth_version = DS_VERSION;
@@ -814,6 +769,75 @@ Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularOb
                   : (uint64_t(std::random_device{}()) << 32 | std::random_device{}()) | 1u;
   spec.batches = batches;
   DS_RETURN_IF_ERROR(spec.Check("tabular plan"));
+  return spec;
+}
+
+// The batch CSVs in the model directory's temporary folder, and one job per batch.
+Status WriteBatchInputs(const TabularTrainOptions& o, const RowTable& table,
+                        const TabularSpec& spec, const std::string& tmp, TabularRun* run) {
+  const char bdelim = spec.batch_delimiter;
+  DS_RETURN_IF_ERROR(MakeDirs(tmp));
+  std::map<std::string, size_t> index;
+  for (size_t c = 0; c < table.header.size(); ++c) index[table.header[c]] = c;
+  for (size_t b = 0; b < spec.batches.size(); ++b) {
+    const auto& t = spec.batches[b];
+    std::vector<size_t> ids;
+    std::vector<std::string> header;
+    for (const auto* list : {&t.condition, &t.columns})
+      for (const auto& name : *list) {
+        ids.push_back(index.at(name));
+        header.push_back(name);
+      }
+    std::string text;
+    AppendCsvRecord(&text, header, bdelim);
+    std::vector<std::string_view> fields(ids.size());
+    for (const auto& row : table.rows) {
+      for (size_t i = 0; i < ids.size(); ++i) fields[i] = row[ids[i]];
+      AppendCsvRecord(&text, fields, bdelim);
+    }
+    BatchJob job;
+    job.batch = int(b);
+    job.width = int64_t(ids.size());
+    job.bytes = int64_t(text.size());
+    job.options.input_path = fmt::format("{}/batch_{}.csv", tmp, b);
+    job.options.model_dir = o.model_dir + "/" + t.dir;
+    DS_RETURN_IF_ERROR(WriteFileAtomic(job.options.input_path, text));
+    job.options.config = BatchConfig(o.config, spec, b);
+    run->jobs.push_back(std::move(job));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularObserver* observer) {
+  TabularObserver null_observer;
+  TabularObserver& obs = observer ? *observer : null_observer;
+  if (dist::ServesBatches()) return ServeBatches(o.cancel, obs);  // mpirun: rank 0 plans
+  dist::BatchService service;  // mpirun: the other ranks' service ends with this call
+  auto t0 = Clock::now();
+  DS_RETURN_IF_ERROR(o.config.Validate());
+  DS_RETURN_IF_ERROR(o.tabular.Validate());
+  const char delim = TableDelimiter(o.config);
+  if (!o.config.field_delimiter.empty())
+    DS_RETURN_IF_ERROR(ParseDelimiter(o.config.field_delimiter).status());
+  if (o.model_dir.empty())
+    return DS_ERR(kInvalidArgument, "no model directory given (--model-dir)");
+  // One run per model directory at a time (model/model_dir.h LockModelDir).
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<DirLock> lock, LockModelDir(o.model_dir));
+  if (o.resume) return ResumeTabular(o, obs, t0);
+  DS_RETURN_IF_ERROR(RefuseExisting(o.model_dir, o.config.overwrite));
+  if (!InputExists(o.input_path))
+    return DS_ERR(kNotFound, "{}: input file does not exist", o.input_path);
+
+  // 1. the table, its column types and associations (before touching the model
+  // dir). Messages are held back until the plan stands, so that an error is
+  // the only output of a run that fails here.
+  std::vector<std::string> infos;
+  DS_ASSIGN_OR_RETURN(RowTable table, ReadRowTable(o.input_path, delim, o.config.max_lines));
+  infos.push_back(fmt::format("read {} rows of {} columns from {}", table.rows.size(),
+                              table.header.size(), o.input_path));
+  DS_ASSIGN_OR_RETURN(TabularSpec spec, PlanTable(o, table, delim, &infos));
   for (const auto& m : infos) obs.OnInfo(m);
   for (size_t b = 0; b < spec.batches.size(); ++b) {
     const auto& t = spec.batches[b];
@@ -829,40 +853,12 @@ Result<TabularTrainSummary> TrainTabular(const TabularTrainOptions& o, TabularOb
   run.t0 = t0;
   run.spec = spec;
   run.base = o.config;
-  run.parallel_batches = tcfg.parallel_batches;
+  run.parallel_batches = o.tabular.parallel_batches;
   DS_RETURN_IF_ERROR(PrepareModelDir(o.model_dir, o.config.overwrite, &run.created));
   run.created = run.created || lock->created();  // the lock made the directory
   const std::string tmp = o.model_dir + "/" + kTmpDir;
   Status st = [&]() -> Status {
-    DS_RETURN_IF_ERROR(MakeDirs(tmp));
-    std::map<std::string, size_t> index;
-    for (size_t c = 0; c < table.header.size(); ++c) index[table.header[c]] = c;
-    for (size_t b = 0; b < spec.batches.size(); ++b) {
-      const auto& t = spec.batches[b];
-      std::vector<size_t> ids;
-      std::vector<std::string> header;
-      for (const auto* list : {&t.condition, &t.columns})
-        for (const auto& name : *list) {
-          ids.push_back(index.at(name));
-          header.push_back(name);
-        }
-      std::string text;
-      AppendCsvRecord(&text, header, bdelim);
-      std::vector<std::string_view> fields(ids.size());
-      for (const auto& row : table.rows) {
-        for (size_t i = 0; i < ids.size(); ++i) fields[i] = row[ids[i]];
-        AppendCsvRecord(&text, fields, bdelim);
-      }
-      BatchJob job;
-      job.batch = int(b);
-      job.width = int64_t(ids.size());
-      job.bytes = int64_t(text.size());
-      job.options.input_path = fmt::format("{}/batch_{}.csv", tmp, b);
-      job.options.model_dir = o.model_dir + "/" + t.dir;
-      DS_RETURN_IF_ERROR(WriteFileAtomic(job.options.input_path, text));
-      job.options.config = BatchConfig(o.config, spec, b);
-      run.jobs.push_back(std::move(job));
-    }
+    DS_RETURN_IF_ERROR(WriteBatchInputs(o, table, spec, tmp, &run));
     return WriteResumeState(run, 0);
   }();
   if (!st.ok()) {
@@ -1077,25 +1073,10 @@ Status MakeTempDir(const std::string& stem, TempDir* t) {
   return Status::Ok();
 }
 
-}  // namespace
-
-Status GenerateTabular(const TabularGenerateOptions& o, TabularObserver* observer,
-                       TabularGenerateSummary* summary) {
-  TabularObserver null_observer;
-  TabularObserver& obs = observer ? *observer : null_observer;
-  *summary = TabularGenerateSummary{};
-  if (dist::ServesBatches()) return Status::Ok();  // mpirun: rank 0 alone generates
-  auto t0 = Clock::now();
-  // Every batch checked up front (a corrupt last batch fails before the first generates).
-  DS_ASSIGN_OR_RETURN(TabularSpec spec, CheckTabularModel(o.model_dir));
-  OutputPolicy policy;
-  policy.overwrite = o.overwrite;
-  policy.model_dir = o.model_dir;
-  policy.training_input = spec.input_file;
-  DS_RETURN_IF_ERROR(CheckOutputTarget(o.output, policy));
-  const size_t nb = spec.batches.size();
-
-  // Seeds.
+// The seeds given as fields, a file or in the options (at most one), checked
+// against the model.
+Result<std::optional<TabularSeeds>> GatherSeeds(const TabularGenerateOptions& o,
+                                                const TabularSpec& spec) {
   int given = int(!o.seed_fields.empty()) + int(!o.seed_file.empty()) + int(o.seeds.has_value());
   if (given > 1)
     return DS_ERR(kInvalidArgument, "give either seed fields or a seed file, not both");
@@ -1115,6 +1096,12 @@ Status GenerateTabular(const TabularGenerateOptions& o, TabularObserver* observe
       return DS_ERR(kInvalidArgument, "{}: one seed row expected", seeds->source);
     DS_RETURN_IF_ERROR(ResolveSeeds(spec, &*seeds));
   }
+  return seeds;
+}
+
+// The rows to generate: --num-lines, one per seed row, or the training rows.
+Result<int64_t> RowsWanted(const TabularGenerateOptions& o, const TabularSpec& spec,
+                           const std::optional<TabularSeeds>& seeds) {
   int64_t n = o.num_lines.value_or(spec.rows);
   if (seeds && seeds->per_row) {
     if (o.num_lines && *o.num_lines != int64_t(seeds->rows.size()))
@@ -1125,118 +1112,177 @@ Status GenerateTabular(const TabularGenerateOptions& o, TabularObserver* observe
     n = int64_t(seeds->rows.size());
   }
   if (n < 0) return DS_ERR(kInvalidArgument, "num_lines must be >= 0");
-  const uint64_t seed = o.seed != 0 ? o.seed : spec.seed;
+  return n;
+}
 
+// What every batch of one GenerateTabular run shares.
+struct TabularGeneration {
+  const TabularGenerateOptions& o;
+  const TabularSpec& spec;
+  const std::optional<TabularSeeds>& seeds;
+  int64_t n = 0;
+  uint64_t seed = 0;
+  std::string tmp_dir;
+  InferDevice device;
+  std::string device_warning;
+  std::map<std::string, size_t> index;         // column name -> output column
+  std::vector<std::vector<std::string>> rows;  // [n][header] the output, filled batch by batch
+  TabularObserver& obs;
+  TabularGenerateSummary* summary;
+};
+
+// Batch 0 with every column seeded: the rows are the seeds.
+void TakeSeeds(TabularGeneration& g, size_t b) {
+  const TabularSeeds& seeds = *g.seeds;
+  for (size_t i = 0; i < size_t(g.n); ++i) {
+    const auto& v = seeds.rows[seeds.per_row ? i : 0];
+    for (size_t k = 0; k < v.size(); ++k) g.rows[i][g.index.at(seeds.columns[k])] = v[k];
+  }
+  GenerateSummary gs;
+  gs.valid = g.n;
+  gs.complete = true;
+  g.summary->batches.push_back(gs);
+  g.obs.OnBatchGenerated(int(b), gs);
+  g.obs.OnInfo(fmt::format("{}: every column seeded, {} rows taken from the seeds",
+                           BatchName(g.spec, b), g.n));
+}
+
+// The prefix of every row of batch b (empty: no prefix): the seeds (batch
+// 0) or the conditioning values generated by the earlier batches.
+Status BatchPrefixes(const TabularGeneration& g, size_t b, GenerateOptions* go,
+                     std::vector<std::vector<std::string>>* prefix_values) {
+  const TabularBatch& t = g.spec.batches[b];
+  const char bd = g.spec.batch_delimiter;
+  if (b == 0 && g.seeds) {
+    if (g.seeds->per_row) {
+      *prefix_values = g.seeds->rows;
+    } else {
+      go->start_string = PrefixOf(g.seeds->rows[0], bd);
+    }
+    go->prefixes_source = g.seeds->source;
+  } else if (!t.condition.empty()) {
+    std::vector<size_t> cidx;
+    for (const auto& c : t.condition) cidx.push_back(g.index.at(c));
+    prefix_values->resize(size_t(g.n));
+    for (size_t i = 0; i < size_t(g.n); ++i) {
+      auto& p = (*prefix_values)[i];
+      for (size_t c : cidx) {
+        if (g.rows[i][c].find(bd) != std::string::npos)
+          return DS_ERR(kInternal, "{}: conditioning value of row {} holds the batch delimiter",
+                        BatchName(g.spec, b), i + 1);
+        p.push_back(g.rows[i][c]);
+      }
+    }
+    go->prefixes_source = fmt::format("conditioning values of batch {}", b);
+  }
+  for (const auto& p : *prefix_values) go->prefixes.push_back(PrefixOf(p, bd));
+  return Status::Ok();
+}
+
+// Generates batch b's columns of every row.
+Status GenerateBatch(TabularGeneration& g, size_t b) {
+  const TabularGenerateOptions& o = g.o;
+  const TabularBatch& t = g.spec.batches[b];
+  const std::string name = BatchName(g.spec, b);
+  auto tb = Clock::now();
+  DS_ASSIGN_OR_RETURN(LoadedBatch lb, LoadBatch(o.model_dir, g.spec, b, o.checks, g.device));
+  const Config& mc = lb.model->config;
+  RunOptions run;
+  GenerateOptions& go = run.gen;
+  go.num_lines = g.n;
+  go.seed = Mix(g.seed, 1000 + b);
+  go.temperature = o.gen_temp.value_or(mc.gen_temp);
+  go.gen_chars = o.gen_chars.value_or(mc.gen_chars);
+  go.predict_batch_size = o.predict_batch_size.value_or(mc.predict_batch_size);
+  go.max_invalid = o.max_invalid.value_or(mc.max_invalid);
+  run.parallelism = o.parallelism;
+  run.format = OutputFormat::kCsv;
+  run.output = fmt::format("{}/batch_{}.csv", g.tmp_dir, b);
+  run.cancel = o.cancel;
+  if (b == 0 && g.seeds) {
+    DS_RETURN_IF_ERROR(CheckSeeds(*g.seeds, lb, g.spec.batch_delimiter));
+    // Every column of batch 0 is seeded: nothing to sample (a start string
+    // must leave at least one field to the model).
+    if (g.seeds->columns.size() == t.columns.size()) {
+      TakeSeeds(g, b);
+      return Status::Ok();
+    }
+  }
+  std::vector<std::vector<std::string>> prefix_values;  // [n][prefix fields] when per row
+  DS_RETURN_IF_ERROR(BatchPrefixes(g, b, &go, &prefix_values));
+  GenerateEvents events;
+  events.progress = [&](const GenerateProgress& p) {
+    g.obs.OnGenerateProgress(int(b), int(g.spec.batches.size()), p);
+  };
+  events.warning = [&](const std::string& w) { g.obs.OnWarning(name + ": " + w); };
+  GenerateSummary gs;
+  if (b == 0 && !g.device_warning.empty())
+    g.obs.OnWarning(g.device_warning);  // after the seed checks
+  Status st = RunGeneration(lb.gm, run, events, &gs);
+  g.summary->batches.push_back(gs);
+  g.summary->invalid += gs.invalid;
+  if (!st.ok()) {
+    std::string hint;
+    if (st.code() == Code::kResourceExhausted)
+      hint =
+          "; this batch's model makes too many invalid rows: train it longer, or raise "
+          "--max-invalid (it applies to each batch)";
+    return Status(st.code(), fmt::format("{}: {}{}", name, st.message(), hint), st.file(),
+                  st.line());
+  }
+  std::vector<size_t> out_index;
+  for (const auto& c : t.columns) out_index.push_back(g.index.at(c));
+  DS_RETURN_IF_ERROR(ReadBatchOutput(run.output, g.spec, b, g.n,
+                                     prefix_values.empty() ? nullptr : &prefix_values, out_index,
+                                     &g.rows));
+  // Seeds of a single set for all rows: check their prefix too.
+  if (b == 0 && g.seeds && !g.seeds->per_row)
+    for (size_t i = 0; i < size_t(g.n); ++i)
+      for (size_t k = 0; k < g.seeds->columns.size(); ++k)
+        if (g.rows[i][g.index.at(g.seeds->columns[k])] != g.seeds->rows[0][k])
+          return DS_ERR(kInternal, "{}: row {} lost its seed value", name, i + 1);
+  (void)RemoveTree(run.output);
+  g.obs.OnBatchGenerated(int(b), gs);
+  g.obs.OnInfo(fmt::format("{}: {} rows ({} invalid regenerated) in {:.1f}s", name, gs.valid,
+                           gs.invalid, Since(tb)));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status GenerateTabular(const TabularGenerateOptions& o, TabularObserver* observer,
+                       TabularGenerateSummary* summary) {
+  TabularObserver null_observer;
+  TabularObserver& obs = observer ? *observer : null_observer;
+  *summary = TabularGenerateSummary{};
+  if (dist::ServesBatches()) return Status::Ok();  // mpirun: rank 0 alone generates
+  auto t0 = Clock::now();
+  // Every batch checked up front (a corrupt last batch fails before the first generates).
+  DS_ASSIGN_OR_RETURN(TabularSpec spec, CheckTabularModel(o.model_dir));
+  OutputPolicy policy;
+  policy.overwrite = o.overwrite;
+  policy.model_dir = o.model_dir;
+  policy.training_input = spec.input_file;
+  DS_RETURN_IF_ERROR(CheckOutputTarget(o.output, policy));
+  DS_ASSIGN_OR_RETURN(std::optional<TabularSeeds> seeds, GatherSeeds(o, spec));
+  DS_ASSIGN_OR_RETURN(int64_t n, RowsWanted(o, spec, seeds));
+  TabularGeneration g{o,  spec, seeds, n,      o.seed != 0 ? o.seed : spec.seed, "", {}, "",
+                      {}, {},   obs,   summary};
   // Output rows in header order.
-  std::map<std::string, size_t> index;
-  for (size_t c = 0; c < spec.header.size(); ++c) index[spec.header[c]] = c;
-  std::vector<std::vector<std::string>> rows(size_t(n),
-                                             std::vector<std::string>(spec.header.size()));
+  for (size_t c = 0; c < spec.header.size(); ++c) g.index[spec.header[c]] = c;
+  g.rows.assign(size_t(n), std::vector<std::string>(spec.header.size()));
   TempDir tmp;
   DS_RETURN_IF_ERROR(MakeTempDir("datasynth-tabular", &tmp));
+  g.tmp_dir = tmp.path;
 
   // One device for every batch (batches generate one after the other).
   DS_ASSIGN_OR_RETURN(int workers, ResolveParallelism(o.parallelism, AvailableCpus()));
-  std::string device_warning;
-  DS_ASSIGN_OR_RETURN(InferDevice device,
+  DS_ASSIGN_OR_RETURN(g.device,
                       ResolveInferDevice(o.device, o.gpu_memory, o.gpu_memory_limit,
                                          int(std::max<int64_t>(1, std::min<int64_t>(workers, n))),
-                                         &device_warning));
-
-  for (size_t b = 0; b < nb && n > 0; ++b) {
-    const TabularBatch& t = spec.batches[b];
-    const std::string name = BatchName(spec, b);
-    auto tb = Clock::now();
-    DS_ASSIGN_OR_RETURN(LoadedBatch lb, LoadBatch(o.model_dir, spec, b, o.checks, device));
-    const Config& mc = lb.model->config;
-    RunOptions run;
-    GenerateOptions& g = run.gen;
-    g.num_lines = n;
-    g.seed = Mix(seed, 1000 + b);
-    g.temperature = o.gen_temp.value_or(mc.gen_temp);
-    g.gen_chars = o.gen_chars.value_or(mc.gen_chars);
-    g.predict_batch_size = o.predict_batch_size.value_or(mc.predict_batch_size);
-    g.max_invalid = o.max_invalid.value_or(mc.max_invalid);
-    run.parallelism = o.parallelism;
-    run.format = OutputFormat::kCsv;
-    run.output = fmt::format("{}/batch_{}.csv", tmp.path, b);
-    run.cancel = o.cancel;
-    std::vector<std::vector<std::string>> prefix_values;  // [n][prefix fields] when per row
-    if (b == 0 && seeds) {
-      DS_RETURN_IF_ERROR(CheckSeeds(*seeds, lb, spec.batch_delimiter));
-      if (seeds->columns.size() == t.columns.size()) {
-        // Every column of batch 0 is seeded: nothing to sample (a start
-        // string must leave at least one field to the model).
-        for (size_t i = 0; i < size_t(n); ++i) {
-          const auto& v = seeds->rows[seeds->per_row ? i : 0];
-          for (size_t k = 0; k < v.size(); ++k) rows[i][index.at(seeds->columns[k])] = v[k];
-        }
-        GenerateSummary gs;
-        gs.valid = n;
-        gs.complete = true;
-        summary->batches.push_back(gs);
-        obs.OnBatchGenerated(int(b), gs);
-        obs.OnInfo(fmt::format("{}: every column seeded, {} rows taken from the seeds", name, n));
-        continue;
-      }
-      if (seeds->per_row) {
-        prefix_values = seeds->rows;
-      } else {
-        g.start_string = PrefixOf(seeds->rows[0], spec.batch_delimiter);
-      }
-      g.prefixes_source = seeds->source;
-    } else if (!t.condition.empty()) {
-      std::vector<size_t> cidx;
-      for (const auto& c : t.condition) cidx.push_back(index.at(c));
-      prefix_values.resize(size_t(n));
-      for (size_t i = 0; i < size_t(n); ++i) {
-        auto& p = prefix_values[i];
-        for (size_t c : cidx) {
-          if (rows[i][c].find(spec.batch_delimiter) != std::string::npos)
-            return DS_ERR(kInternal, "{}: conditioning value of row {} holds the batch delimiter",
-                          name, i + 1);
-          p.push_back(rows[i][c]);
-        }
-      }
-      g.prefixes_source = fmt::format("conditioning values of batch {}", b);
-    }
-    for (const auto& p : prefix_values) g.prefixes.push_back(PrefixOf(p, spec.batch_delimiter));
-    GenerateEvents events;
-    events.progress = [&](const GenerateProgress& p) {
-      obs.OnGenerateProgress(int(b), int(nb), p);
-    };
-    events.warning = [&](const std::string& w) { obs.OnWarning(name + ": " + w); };
-    GenerateSummary gs;
-    if (b == 0 && !device_warning.empty()) obs.OnWarning(device_warning);  // after the seed checks
-    Status st = RunGeneration(lb.gm, run, events, &gs);
-    summary->batches.push_back(gs);
-    summary->invalid += gs.invalid;
-    if (!st.ok()) {
-      std::string hint;
-      if (st.code() == Code::kResourceExhausted)
-        hint =
-            "; this batch's model makes too many invalid rows: train it longer, or raise "
-            "--max-invalid (it applies to each batch)";
-      return Status(st.code(), fmt::format("{}: {}{}", name, st.message(), hint), st.file(),
-                    st.line());
-    }
-    std::vector<size_t> out_index;
-    for (const auto& c : t.columns) out_index.push_back(index.at(c));
-    DS_RETURN_IF_ERROR(ReadBatchOutput(run.output, spec, b, n,
-                                       prefix_values.empty() ? nullptr : &prefix_values, out_index,
-                                       &rows));
-    // Seeds of a single set for all rows: check their prefix too.
-    if (b == 0 && seeds && !seeds->per_row)
-      for (size_t i = 0; i < size_t(n); ++i)
-        for (size_t k = 0; k < seeds->columns.size(); ++k)
-          if (rows[i][index.at(seeds->columns[k])] != seeds->rows[0][k])
-            return DS_ERR(kInternal, "{}: row {} lost its seed value", name, i + 1);
-    (void)RemoveTree(run.output);
-    obs.OnBatchGenerated(int(b), gs);
-    obs.OnInfo(fmt::format("{}: {} rows ({} invalid regenerated) in {:.1f}s", name, gs.valid,
-                           gs.invalid, Since(tb)));
-  }
-  DS_RETURN_IF_ERROR(WriteRowTable(o.output, spec.header, rows, spec.delimiter));
+                                         &g.device_warning));
+  for (size_t b = 0; b < spec.batches.size() && n > 0; ++b) DS_RETURN_IF_ERROR(GenerateBatch(g, b));
+  DS_RETURN_IF_ERROR(WriteRowTable(o.output, spec.header, g.rows, spec.delimiter));
   summary->rows = n;
   summary->output = (o.output.empty() || o.output == "-") ? "" : o.output;
   summary->seconds = Since(t0);

@@ -304,11 +304,14 @@ std::vector<size_t> SelectRecords(const TokenizerConfig& config,
   return out;
 }
 
-}  // namespace
+int SpecialCount(const TokenizerConfig& config) {
+  return config.column_markers ? 1 + config.num_columns : 2;
+}
 
-Result<std::unique_ptr<Tokenizer>> TrainSentencePiece(
-    const TokenizerConfig& config, const std::vector<std::vector<std::string>>& records,
-    const std::vector<char32_t>& chars) {
+// The settings and the records' lengths; returns the number of SentencePiece
+// pieces wanted (specials excluded, <unk> included).
+Result<int64_t> CheckSpTraining(const TokenizerConfig& config,
+                                const std::vector<std::vector<std::string>>& records) {
   if (config.sp_model_type != "unigram" && config.sp_model_type != "bpe")
     return DS_ERR(kInvalidArgument, "sp_model_type '{}': expected 'unigram' or 'bpe'",
                   config.sp_model_type);
@@ -320,7 +323,7 @@ Result<std::unique_ptr<Tokenizer>> TrainSentencePiece(
                   config.pretrain_sentence_count);
   if (config.max_line_len < 1)
     return DS_ERR(kInvalidArgument, "max_line_len {} must be positive", config.max_line_len);
-  const int specials = config.column_markers ? 1 + config.num_columns : 2;
+  const int specials = SpecialCount(config);
   // Our vocabulary = specials + SP pieces - 1 (<unk> has no id).
   const int64_t sp_vocab = int64_t(config.vocab_size) - specials + 1;
   if (sp_vocab < 2)
@@ -337,38 +340,42 @@ Result<std::unique_ptr<Tokenizer>> TrainSentencePiece(
           "the record)",
           r + 1, len, config.max_line_len);
   }
+  return sp_vocab;
+}
 
-  // Escapes: each character SP must not see gets an unused private-use stand-in.
+// Escapes: each character SP must not see gets an unused private-use stand-in.
+Status AssignEscapes(const std::vector<char32_t>& chars,
+                     std::vector<std::pair<char32_t, char32_t>>* escapes,
+                     std::unordered_map<char32_t, char32_t>* escape_of) {
   std::unordered_set<char32_t> present(chars.begin(), chars.end());
-  std::vector<std::pair<char32_t, char32_t>> escapes;
-  std::unordered_map<char32_t, char32_t> escape_of;
-  {
-    char32_t next = 0xE000;
-    auto advance = [&]() {
-      while (present.count(next) || !IsPrivateUse(next)) {
-        ++next;
-        if (next == 0xF900) next = 0xF0000;
-        if (next == 0xFFFFE) next = 0x100000;
-        if (next > 0x10FFFD)
-          DS_THROW(kInvalidInput, "no unused private-use code points left for escapes");
-      }
-    };
-    Status st = Capture([&] {
-      for (char32_t cp : chars) {
-        if (!NeedsEscape(cp)) continue;
-        advance();
-        escapes.emplace_back(cp, next);
-        escape_of[cp] = next;
-        ++next;
-      }
-    });
-    DS_RETURN_IF_ERROR(st);
-  }
-  size_t distinct_chars = chars.size();
+  char32_t next = 0xE000;
+  auto advance = [&]() {
+    while (present.count(next) || !IsPrivateUse(next)) {
+      ++next;
+      if (next == 0xF900) next = 0xF0000;
+      if (next == 0xFFFFE) next = 0x100000;
+      if (next > 0x10FFFD)
+        DS_THROW(kInvalidInput, "no unused private-use code points left for escapes");
+    }
+  };
+  return Capture([&] {
+    for (char32_t cp : chars) {
+      if (!NeedsEscape(cp)) continue;
+      advance();
+      escapes->emplace_back(cp, next);
+      (*escape_of)[cp] = next;
+      ++next;
+    }
+  });
+}
 
+// The training sentences: the non-empty fields of the selected records,
+// escaped; *longest = the longest in bytes, *code_points = their code points.
+std::vector<std::string> SpSentences(const TokenizerConfig& config,
+                                     const std::vector<std::vector<std::string>>& records,
+                                     const std::unordered_map<char32_t, char32_t>& escape_of,
+                                     size_t* longest, int64_t* code_points) {
   std::vector<std::string> sentences;
-  size_t longest = 0;
-  int64_t code_points = 0;  // of all sentences
   for (size_t r : SelectRecords(config, records)) {
     for (const auto& f : records[r]) {
       if (f.empty()) continue;
@@ -377,25 +384,22 @@ Result<std::unique_ptr<Tokenizer>> TrainSentencePiece(
       size_t pos = 0;
       char32_t cp;
       while (NextCodePointStrict(f, &pos, &cp)) {
-        ++code_points;
+        ++*code_points;
         auto it = escape_of.find(cp);
         AppendCodePoint(&s, it == escape_of.end() ? cp : it->second);
       }
-      longest = std::max(longest, s.size());
+      *longest = std::max(*longest, s.size());
       sentences.push_back(std::move(s));
     }
   }
-  if (sentences.empty())
-    return DS_ERR(kInvalidInput,
-                  "no field text to train a SentencePiece tokenizer on ({} records, all empty)",
-                  records.size());
-  if (config.character_coverage >= 1.0 && int64_t(distinct_chars) + 1 > sp_vocab)
-    return DS_ERR(kInvalidArgument,
-                  "vocab_size {} is too small: the data has {} distinct characters, which need {} "
-                  "ids plus {} "
-                  "special tokens (raise vocab_size or lower character_coverage)",
-                  config.vocab_size, distinct_chars, distinct_chars, specials);
+  return sentences;
+}
 
+// Runs SentencePiece's trainer for `want` pieces (fewer when the data
+// supports fewer: SP's soft limit); returns the model proto.
+Result<std::string> RunSpTrainer(const TokenizerConfig& config,
+                                 const std::vector<std::string>& sentences, size_t longest,
+                                 int64_t want) {
   std::unordered_map<std::string, std::string> kw = {
       {"model_type", config.sp_model_type},
       {"character_coverage", fmt::format("{}", config.character_coverage)},
@@ -418,33 +422,60 @@ Result<std::unique_ptr<Tokenizer>> TrainSentencePiece(
       {"minloglevel", "2"},
   };
   std::string proto;
+  std::lock_guard<std::mutex> lock(TrainMutex());
+  for (int attempt = 0;; ++attempt) {
+    kw["vocab_size"] = fmt::format("{}", want);
+    sentencepiece::SetRandomGeneratorSeed(static_cast<unsigned>(config.seed % 0xFFFFFFFEull));
+    VectorIterator it(sentences);
+    proto.clear();
+    auto st = sentencepiece::SentencePieceTrainer::Train(kw, &it, &proto);
+    if (st.ok()) return proto;
+    const std::string msg = st.ToString();
+    const int limit = ParseSpVocabLimit(msg);
+    if (limit >= 2 && limit < want && attempt < 8) {
+      want = limit;  // soft limit: take the largest size the data supports
+      continue;
+    }
+    if (msg.find("smaller than required_chars") != std::string::npos)
+      return DS_ERR(kInvalidArgument,
+                    "vocab_size {} is too small for the characters of the data: {}",
+                    config.vocab_size, msg);
+    return DS_ERR(kInvalidInput, "SentencePiece training failed: {}", msg);
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Tokenizer>> TrainSentencePiece(
+    const TokenizerConfig& config, const std::vector<std::vector<std::string>>& records,
+    const std::vector<char32_t>& chars) {
+  DS_ASSIGN_OR_RETURN(const int64_t sp_vocab, CheckSpTraining(config, records));
+  const int specials = SpecialCount(config);
+  std::vector<std::pair<char32_t, char32_t>> escapes;
+  std::unordered_map<char32_t, char32_t> escape_of;
+  DS_RETURN_IF_ERROR(AssignEscapes(chars, &escapes, &escape_of));
+  size_t distinct_chars = chars.size();
+  size_t longest = 0;
+  int64_t code_points = 0;  // of all sentences
+  std::vector<std::string> sentences =
+      SpSentences(config, records, escape_of, &longest, &code_points);
+  if (sentences.empty())
+    return DS_ERR(kInvalidInput,
+                  "no field text to train a SentencePiece tokenizer on ({} records, all empty)",
+                  records.size());
+  if (config.character_coverage >= 1.0 && int64_t(distinct_chars) + 1 > sp_vocab)
+    return DS_ERR(kInvalidArgument,
+                  "vocab_size {} is too small: the data has {} distinct characters, which need {} "
+                  "ids plus {} "
+                  "special tokens (raise vocab_size or lower character_coverage)",
+                  config.vocab_size, distinct_chars, distinct_chars, specials);
+
   // No vocabulary can be larger than <unk> + the characters + the distinct
   // substrings of 2..16 characters; SP's run time grows with the requested
   // size, so ask for no more than that (the result is the same).
   const int64_t bound = 1 + int64_t(distinct_chars) + 15 * code_points;
-  int64_t want = std::min<int64_t>({sp_vocab, bound, INT32_MAX});
-  {
-    std::lock_guard<std::mutex> lock(TrainMutex());
-    for (int attempt = 0;; ++attempt) {
-      kw["vocab_size"] = fmt::format("{}", want);
-      sentencepiece::SetRandomGeneratorSeed(static_cast<unsigned>(config.seed % 0xFFFFFFFEull));
-      VectorIterator it(sentences);
-      proto.clear();
-      auto st = sentencepiece::SentencePieceTrainer::Train(kw, &it, &proto);
-      if (st.ok()) break;
-      const std::string msg = st.ToString();
-      const int limit = ParseSpVocabLimit(msg);
-      if (limit >= 2 && limit < want && attempt < 8) {
-        want = limit;  // soft limit: take the largest size the data supports
-        continue;
-      }
-      if (msg.find("smaller than required_chars") != std::string::npos)
-        return DS_ERR(kInvalidArgument,
-                      "vocab_size {} is too small for the characters of the data: {}",
-                      config.vocab_size, msg);
-      return DS_ERR(kInvalidInput, "SentencePiece training failed: {}", msg);
-    }
-  }
+  const int64_t want = std::min<int64_t>({sp_vocab, bound, INT32_MAX});
+  DS_ASSIGN_OR_RETURN(std::string proto, RunSpTrainer(config, sentences, longest, want));
   auto tok = std::make_unique<SpTokenizer>(config.column_markers, config.num_columns);
   DS_RETURN_IF_ERROR(tok->Init(std::move(proto), config.sp_model_type, std::move(escapes),
                                "trained SentencePiece model", Code::kInternal));

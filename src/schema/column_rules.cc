@@ -1,4 +1,4 @@
-#include "generate/column_rules.h"
+#include "schema/column_rules.h"
 
 #include <fmt/format.h>
 
@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <unordered_map>
+
+#include "schema/column_type.h"
 
 namespace ds {
 
@@ -27,17 +29,6 @@ const char* ColumnTypeName(ColumnType t) {
 
 namespace {
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-// Digits of an unsigned integer part: "0" or [1-9][0-9]*. Returns the length
-// consumed (0 = none / leading zero violation handled by the caller).
-size_t ScanIntPart(std::string_view s, size_t i, bool* leading_zero) {
-  size_t j = i;
-  while (j < s.size() && IsDigit(s[j])) ++j;
-  *leading_zero = (j - i > 1 && s[i] == '0');
-  return j - i;
-}
-
 // A value quoted for an explanation: at most 40 bytes.
 std::string Show(std::string_view v) {
   if (v.size() <= 40) return fmt::format("'{}'", v);
@@ -49,52 +40,28 @@ std::string FormatDouble(double v) { return fmt::format("{}", v); }
 }  // namespace
 
 bool ParseRuleInteger(std::string_view s, int64_t* value) {
-  size_t i = 0;
-  bool neg = false;
-  if (i < s.size() && (s[i] == '+' || s[i] == '-')) neg = s[i++] == '-';
-  bool lz = false;
-  size_t n = ScanIntPart(s, i, &lz);
-  if (n == 0 || lz || i + n != s.size() || n > 18) return false;
+  NumberSyntax n;
+  if (!ScanNumber(s, &n) || n.point || n.exponent || n.leading_zero || n.int_digits > 18)
+    return false;
   int64_t v = 0;
-  for (size_t k = i; k < s.size(); ++k) v = v * 10 + (s[k] - '0');
-  *value = neg ? -v : v;
+  for (char c : s.substr(n.negative || n.plus ? 1 : 0)) v = v * 10 + (c - '0');
+  *value = n.negative ? -v : v;
   return true;
 }
 
 bool ParseRuleDecimal(std::string_view s, double* value, int* decimals, bool* exponent) {
-  size_t i = 0;
-  if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
-  bool lz = false;
-  size_t n = ScanIntPart(s, i, &lz);
-  if (lz) return false;
-  i += n;
-  int dec = 0;
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    size_t f = i;
-    while (i < s.size() && IsDigit(s[i])) ++i;
-    dec = int(i - f);
-    if (dec == 0) return false;  // "1." is not accepted
-  } else if (n == 0) {
-    return false;
-  }
-  bool exp = false;
-  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    exp = true;
-    ++i;
-    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
-    size_t e = i;
-    while (i < s.size() && IsDigit(s[i])) ++i;
-    if (i == e) return false;
-  }
-  if (i != s.size()) return false;
-  std::string copy(s);
-  double v = std::strtod(copy.c_str(), nullptr);
-  if (!std::isfinite(v)) return false;
-  *value = v;
-  *decimals = dec;
-  *exponent = exp;
+  NumberSyntax n;
+  if (!ScanNumber(s, &n) || n.leading_zero || (n.point && n.frac_digits == 0))
+    return false;  // "007", "1." are not accepted
+  *value = n.value;
+  *decimals = n.frac_digits;
+  *exponent = n.exponent;
   return true;
+}
+
+bool ColumnRule::IsMissing(std::string_view v) const {
+  return v.empty() ||
+         std::find(missing_values.begin(), missing_values.end(), v) != missing_values.end();
 }
 
 ColumnRules ColumnRules::FieldCountOnly(const std::vector<std::string>& header) {

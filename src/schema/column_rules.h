@@ -67,6 +67,8 @@ struct ColumnRule {
   int max_decimals = -1;  // -1 = unchecked
   // kCategory: sorted, unique
   std::vector<std::string> categories;
+  // Empty, or one of missing_values.
+  bool IsMissing(std::string_view v) const;
 };
 
 // Which rules Validate applies (all on by default).
@@ -139,7 +141,8 @@ ColumnRules LearnColumnRules(const std::vector<std::string>& header,
                              const std::vector<std::vector<std::string>>& records,
                              const RuleOptions& options = {});
 
-// Number syntax used by the rules (exposed for tests and constrained decoding).
+// Number syntax used by the rules (exposed for tests and constrained decoding),
+// stated over the one number scanner (schema/column_type.h ScanNumber).
 // Integer: [+-]?(0|[1-9][0-9]*), <= 18 digits. Sets *value.
 bool ParseRuleInteger(std::string_view s, int64_t* value);
 // Decimal (integers included). Sets *value, *decimals (digits after '.') and
