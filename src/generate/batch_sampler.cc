@@ -15,14 +15,17 @@ std::string JoinFields(const std::vector<std::string>& fields, char delimiter) {
 
 BatchSampler::BatchSampler(const Tokenizer& tok, InferBackend& backend,
                            const SamplerOptions& options,
-                           std::vector<std::vector<int32_t>> prefixes, TokenFilter* filter)
+                           std::vector<std::vector<int32_t>> prefixes, TokenFilter* filter,
+                           std::vector<std::vector<std::string>> prefix_fields)
     : tok_(tok),
       backend_(backend),
       opt_(options),
       prefixes_(std::move(prefixes)),
       filter_(filter),
+      prefix_fields_(std::move(prefix_fields)),
       V_(tok.vocab_size()) {
   DS_CHECK(backend.slots() >= 1);
+  DS_CHECK(prefix_fields_.empty() || prefix_fields_.size() == prefixes_.size());
   DS_CHECK(backend.spec().vocab_size == V_);
   if (filter_) filter_->SetTemperature(opt_.temperature);
   int n = backend.slots();
@@ -65,6 +68,10 @@ void BatchSampler::Finish(int s, bool valid, std::string explain,
   r.valid = valid;
   r.explain = std::move(explain);
   r.fields = sl.decoder.fields();
+  if (r.prefix >= 0 && !prefix_fields_.empty()) {  // the given values, verbatim
+    const auto& pf = prefix_fields_[size_t(r.prefix)];
+    for (size_t k = 0; k < pf.size() && k < r.fields.size(); ++k) r.fields[k] = pf[k];
+  }
   r.text = JoinFields(r.fields, opt_.delimiter);
   r.tokens = sl.sampled;
   done->push_back(std::move(r));

@@ -73,8 +73,13 @@ class BatchSampler {
  public:
   // `prefixes[k]` are the token ids of prefix k (Tokenizer::EncodePrefix);
   // `backend` must have at least one slot; `filter` may be null.
+  // `prefix_fields[k]`, when given, are prefix k's field values: a finished
+  // record's leading fields are set to them verbatim (a record tokenizer
+  // decodes a rare category's <other> token as some rare value, not
+  // necessarily the one given).
   BatchSampler(const Tokenizer& tok, InferBackend& backend, const SamplerOptions& options,
-               std::vector<std::vector<int32_t>> prefixes, TokenFilter* filter = nullptr);
+               std::vector<std::vector<int32_t>> prefixes, TokenFilter* filter = nullptr,
+               std::vector<std::vector<std::string>> prefix_fields = {});
 
   void Submit(const GenTask& task) { queue_.push_back(task); }
   size_t queued() const { return queue_.size(); }
@@ -117,6 +122,7 @@ class BatchSampler {
   SamplerOptions opt_;
   std::vector<std::vector<int32_t>> prefixes_;
   TokenFilter* filter_;
+  std::vector<std::vector<std::string>> prefix_fields_;  // [prefix] or empty
   int V_;
   std::vector<Slot> slots_;
   std::deque<GenTask> queue_;

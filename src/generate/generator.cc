@@ -16,7 +16,7 @@ std::string Show(const std::string& s) {
 
 Result<std::vector<std::vector<int32_t>>> EncodeStartStrings(
     const Tokenizer& tok, char delimiter, const std::vector<std::string>& strings,
-    const std::string& source) {
+    const std::string& source, std::vector<std::vector<std::string>>* fields_out) {
   std::vector<std::vector<int32_t>> out;
   out.reserve(strings.size());
   for (size_t i = 0; i < strings.size(); ++i) {
@@ -38,6 +38,7 @@ Result<std::vector<std::vector<int32_t>>> EncodeStartStrings(
         }
       }
       st = tok.EncodePrefix(fields, &ids);
+      if (fields_out) fields_out->push_back(std::move(fields));
     } else {
       st = tok.EncodeField(s, &ids);
     }
@@ -47,6 +48,7 @@ Result<std::vector<std::vector<int32_t>>> EncodeStartStrings(
                     st.file(), st.line());
     out.push_back(std::move(ids));
   }
+  if (fields_out) fields_out->resize(out.size());
   return out;
 }
 
@@ -92,13 +94,17 @@ Result<RunPlan> PlanRun(const GenerationModel& model, const GenerateOptions& o, 
   plan.sampler.gen_chars = o.gen_chars;
   plan.sampler.max_tokens = o.max_tokens;
   plan.sampler.delimiter = model.delimiter;
+  // A record tokenizer may decode a prefix value otherwise (a rare category,
+  // pooled into <other>): the sampler writes the given values back.
+  auto* fields = model.tokenizer->decodes_records() ? &plan.prefix_fields : nullptr;
   if (o.start_string) {
     DS_ASSIGN_OR_RETURN(plan.prefixes, EncodeStartStrings(*model.tokenizer, model.delimiter,
-                                                          {*o.start_string}, "start string"));
+                                                          {*o.start_string}, "start string",
+                                                          fields));
     plan.schedule.count_prefix = 0;
   } else if (!o.prefixes.empty()) {
     DS_ASSIGN_OR_RETURN(plan.prefixes, EncodeStartStrings(*model.tokenizer, model.delimiter,
-                                                          o.prefixes, o.prefixes_source));
+                                                          o.prefixes, o.prefixes_source, fields));
     plan.schedule.num_prefixes = int64_t(o.prefixes.size());
   }
   plan.schedule.target = o.num_lines;
@@ -125,7 +131,8 @@ Result<std::unique_ptr<RecordGenerator>> RecordGenerator::Create(const Generatio
     filter = g->filter_.get();
   }
   g->sampler_ = std::make_unique<BatchSampler>(*model.tokenizer, *g->backend_, plan.sampler,
-                                               std::move(plan.prefixes), filter);
+                                               std::move(plan.prefixes), filter,
+                                               std::move(plan.prefix_fields));
   g->sched_ = std::make_unique<AttemptScheduler>(plan.schedule);
   return g;
 }

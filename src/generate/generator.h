@@ -76,9 +76,10 @@ struct GenerateOptions {
 // it ("Adelie,Torgersen,"): it is split on the delimiter into complete fields
 // (Tokenizer::EncodePrefix). Without one, the string is the start of the line.
 // Errors name `source` and the 1-based line: "prefixes.txt:3: ...".
+// `fields`, when not null, gets each string's fields (empty without a delimiter).
 Result<std::vector<std::vector<int32_t>>> EncodeStartStrings(
     const Tokenizer& tok, char delimiter, const std::vector<std::string>& strings,
-    const std::string& source);
+    const std::string& source, std::vector<std::vector<std::string>>* fields = nullptr);
 
 // Sets valid/explain of a finished record (see the file comment).
 void ValidateRecord(const GenerationModel& model, GeneratedRecord* record);
@@ -96,6 +97,9 @@ int64_t ReleaseWindow(int slots, int processes);
 struct RunPlan {
   SamplerOptions sampler;
   std::vector<std::vector<int32_t>> prefixes;
+  // Record tokenizers: the prefixes' field values, written back verbatim
+  // (BatchSampler); empty otherwise.
+  std::vector<std::vector<std::string>> prefix_fields;
   AttemptScheduler::Options schedule;
 };
 Result<RunPlan> PlanRun(const GenerationModel& model, const GenerateOptions& options,

@@ -135,7 +135,8 @@ bool DecodeResult(Reader& rd, GeneratedRecord* r) {
       }
       filter = std::move(f).value();
     }
-    BatchSampler sampler(*model.tokenizer, *backend, plan.sampler, plan.prefixes, filter.get());
+    BatchSampler sampler(*model.tokenizer, *backend, plan.sampler, plan.prefixes, filter.get(),
+                         plan.prefix_fields);
     std::string in, out;
     std::vector<GeneratedRecord> done;
     AllocatorStats last_stats;
