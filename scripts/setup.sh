@@ -9,7 +9,7 @@ PKGS=(build-essential cmake ninja-build pkg-config git
       libgtest-dev libgmock-dev googletest libbenchmark-dev python3
       python3-venv python3-dev python3-pip  # scripts/test_python.sh: the Python package
       clang libclang-rt-dev libomp-dev  # scripts/sanitize.sh, scripts/fuzz.sh
-      openmpi-bin libopenmpi-dev iproute2  # mpirun data parallelism (docs/scale.md), tests/mpi_*.sh
+      openmpi-bin libopenmpi-dev iproute2 procps  # mpirun data parallelism (docs/scale.md), tests/mpi_*.sh (procps: pgrep)
       chromium)  # chromium: tests/report_render_test.sh renders the evaluation report
 missing=()
 for p in "${PKGS[@]}"; do

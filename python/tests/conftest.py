@@ -1,4 +1,5 @@
 import os
+import signal
 import shutil
 from pathlib import Path
 
@@ -34,3 +35,13 @@ def telco():
 def telco_model(telco, tmp_path_factory):
     import datasynth
     return datasynth.train(telco, tmp_path_factory.mktemp("telco") / "m", progress=False, **TINY)
+
+
+@pytest.fixture(autouse=True)
+def _sigint_raises():
+    """Ctrl-C as in a terminal: a shell starts background jobs (CI runners,
+    nohup) with SIGINT ignored, and Python then keeps it ignored. The tests
+    that send SIGINT need Python's own handler, as an interactive user has."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
