@@ -34,33 +34,19 @@ bool ParseFieldTypeName(std::string_view name, FieldType* out) {
 
 // ---- numbers ----
 
+// The plain form over the one scanner (ScanNumber): -?(0|[1-9][0-9]*)(.[0-9]{1,9})?,
+// at most 17 digits in all, not "-0"; the value is read exactly from the digits.
 bool ParseNumber(std::string_view s, ScaledNumber* out) {
-  size_t i = 0;
-  bool neg = false;
-  if (i < s.size() && s[i] == '-') {
-    neg = true;
-    ++i;
-  }
-  const size_t int_start = i;
-  while (i < s.size() && IsDigit(s[i])) ++i;
-  const size_t int_len = i - int_start;
-  if (int_len == 0) return false;
-  if (int_len > 1 && s[int_start] == '0') return false;  // leading zero
-  size_t frac_len = 0;
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    const size_t f0 = i;
-    while (i < s.size() && IsDigit(s[i])) ++i;
-    frac_len = i - f0;
-    if (frac_len == 0 || frac_len > 9) return false;
-  }
-  if (i != s.size() || int_len + frac_len > 17) return false;
+  NumberSyntax n;
+  if (!ScanNumber(s, &n) || n.plus || n.exponent || n.leading_zero || n.int_digits == 0 ||
+      (n.point && (n.frac_digits == 0 || n.frac_digits > 9)) || n.int_digits + n.frac_digits > 17)
+    return false;
   int64_t v = 0;
-  for (size_t k = int_start; k < s.size(); ++k)
-    if (s[k] != '.') v = v * 10 + (s[k] - '0');
-  if (neg && v == 0 && frac_len == 0) return false;  // "-0"
-  out->scaled = neg ? -v : v;
-  out->decimals = int(frac_len);
+  for (char c : s)
+    if (IsDigit(c)) v = v * 10 + (c - '0');
+  if (n.negative && v == 0 && n.frac_digits == 0) return false;  // "-0"
+  out->scaled = n.negative ? -v : v;
+  out->decimals = n.frac_digits;
   return true;
 }
 
@@ -113,37 +99,28 @@ int Precision(u128 mag, int scale) {
 
 }  // namespace
 
+// Stated over the one scanner (ScanNumber): the syntax there, the exact value
+// read here from the digits (no '+', no redundant leading zero, no ".5" or
+// "1.", an exponent of at most 3 digits).
 bool ParseDecimal(std::string_view s, DecimalValue* out) {
+  NumberSyntax n;
+  if (!ScanNumber(s, &n) || n.plus || n.leading_zero || n.int_digits == 0 ||
+      (n.point && n.frac_digits == 0))
+    return false;
   DecimalValue v;
-  size_t i = 0;
-  if (i < s.size() && s[i] == '-') {
-    v.neg = true;
-    ++i;
-  }
-  const size_t int_start = i;
-  while (i < s.size() && IsDigit(s[i])) ++i;
-  const size_t int_len = i - int_start;
-  if (int_len == 0 || (int_len > 1 && s[int_start] == '0')) return false;
-  size_t frac_len = 0;
-  const size_t frac_start = i + 1;
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    while (i < s.size() && IsDigit(s[i])) ++i;
-    frac_len = i - frac_start;
-    if (frac_len == 0) return false;
-  }
+  v.neg = n.negative;
+  v.plain = !n.exponent;
+  const size_t int_start = n.negative ? 1 : 0;
+  const size_t int_len = size_t(n.int_digits), frac_len = size_t(n.frac_digits);
   int exp = 0;
-  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    v.plain = false;
-    ++i;
+  if (n.exponent) {
+    size_t i = int_start + int_len + (n.point ? frac_len + 1 : 0) + 1;  // past the 'e'
     bool eneg = false;
-    if (i < s.size() && (s[i] == '+' || s[i] == '-')) eneg = s[i++] == '-';
-    const size_t e0 = i;
-    while (i < s.size() && IsDigit(s[i]) && i - e0 < 3) exp = exp * 10 + (s[i++] - '0');
-    if (i == e0) return false;
+    if (s[i] == '+' || s[i] == '-') eneg = s[i++] == '-';
+    if (s.size() - i > 3) return false;
+    for (; i < s.size(); ++i) exp = exp * 10 + (s[i] - '0');
     if (eneg) exp = -exp;
   }
-  if (i != s.size()) return false;
   size_t sig = 0;  // significant digits (leading zeros of "0.00012" are not)
   u128 mag = 0;
   for (size_t k = int_start; k < int_start + int_len + (frac_len ? frac_len + 1 : 0); ++k) {

@@ -168,7 +168,8 @@ Result<std::map<std::string, std::string>> ParseFieldTypes(std::string_view spec
 // states its own syntax over the result: the column rules (schema/
 // column_rules.h ParseRuleInteger / ParseRuleDecimal), evaluate's numeric
 // columns (evaluate/table.h ParseNumber), tabular grouping's numeric values
-// (through the column rules). Grammar (the decimal numerals of strtod):
+// (through the column rules), the field tokenizer's numbers (ParseNumber).
+// Grammar (the decimal numerals of strtod):
 //   [+-] ( digits+ [ "." digits* ] | "." digits+ ) [ (e|E) [+-] digits+ ]
 // and the value must be finite (strtod's rounding). No spaces, no hex, no
 // "inf"/"nan". Implemented in schema/number_syntax.cc.
