@@ -23,8 +23,12 @@ def test_ctrl_c_leaves_a_resumable_model(telco, tmp_path):
     assert "checkpoint.json" in files and any(f.startswith("python_input-") for f in files)
     with pytest.raises(FileExistsError):  # a resumable run is not replaced unasked
         datasynth.train(telco, d, progress=False, **cfg)
-    m = datasynth.train(None, d, resume=True, progress=False, epochs=2)
-    assert m.summary["epochs_run"] == 2
+    # The signal lands a few tiny epochs after the callback sent it (the
+    # library checks its cancel flag per step, Python its signals every 50 ms).
+    done = len((d / "model_history.csv").read_text().splitlines()) - 1
+    assert 1 <= done < 50
+    m = datasynth.train(None, d, resume=True, progress=False, epochs=done + 1)
+    assert m.summary["epochs_run"] == done + 1
     assert not any(f.startswith("python_input") for f in os.listdir(d))
     out = m.generate(10, seed=1)
     assert out.dtypes.to_dict() == telco.dtypes.to_dict()
