@@ -131,6 +131,9 @@ mnt() {  # mount args... target: mounts and remembers the target for cleanup
 }
 
 mount_fs() {
+  # The root a mount point of its own, as / is on a real machine (ip netns exec
+  # runs `mount --make-rslave /`, which fails on a plain directory).
+  mnt --bind "$ROOT" "$ROOT" || return 1
   mnt -t proc proc "$ROOT/proc" || return 1
   mnt -t sysfs sysfs "$ROOT/sys" || return 1
   mnt --bind /dev "$ROOT/dev" || return 1
