@@ -144,6 +144,17 @@ mount_fs() {
       mnt --bind "$FRESH_CACHE/apt" "$ROOT/var/cache/apt/archives" || return 1
   fi
   cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf"
+  # This machine's network trust, as a new machine on the same network has it:
+  # local CA certificates (an egress proxy's) and pip's settings, so that
+  # apt-get and pip (scripts/test_python.sh) reach their indexes.
+  if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+    mkdir -p "$ROOT/usr/local/share/ca-certificates" "$ROOT/etc/ssl/certs"
+    cp -L /usr/local/share/ca-certificates/*.crt "$ROOT/usr/local/share/ca-certificates/"
+    [ -f /etc/ssl/certs/ca-certificates.crt ] &&
+      cp -L /etc/ssl/certs/ca-certificates.crt "$ROOT/etc/ssl/certs/ca-certificates.crt"
+  fi
+  [ -f /etc/pip.conf ] && cp -L /etc/pip.conf "$ROOT/etc/pip.conf"
+  return 0
 }
 
 stamp() {  # prefixes each line with the seconds since the step began
