@@ -75,14 +75,14 @@ if has_phase generate; then
           >"$WORK/gen_${d}_${TOKENIZER}_${m}_$l.log" 2>&1 || true
         tail -1 "$WORK/gen_${d}_${TOKENIZER}_${m}_$l.log"
         "$DS_BIN" evaluate --real "$WORK/${d}_train.csv" --synthetic "$out" \
-          --holdout "$WORK/${d}_holdout.csv" --json "${out%.csv}.json" \
+          --holdout "$WORK/${d}_holdout.csv" --overwrite --json "${out%.csv}.json" \
           --report "${out%.csv}.html" >/dev/null 2>&1 || echo "evaluate failed: $out"
       done
     done
     base=$WORK/baseline_${d}
     if [[ ! -f $base.json ]]; then
       "$DS_BIN" evaluate --real "$WORK/${d}_train.csv" --synthetic "$WORK/${d}_holdout.csv" \
-        --json "$base.json" --report "$base.html" >/dev/null 2>&1 || echo "evaluate failed: $base"
+        --overwrite --json "$base.json" --report "$base.html" >/dev/null 2>&1 || echo "evaluate failed: $base"
     fi
   done
 fi

@@ -64,9 +64,9 @@ run() {  # run NAME MODE CONDITION_COLUMNS
     "$dir/synth_$mode.csv" "$dir/model_$mode/tabular.json" >"$dir/quality_$mode.json"
   # The evaluate scorer (docs/reference.md §8), and its ceiling: the holdout rows.
   "$DS" evaluate --real "$dir/train.csv" --synthetic "$dir/synth_$mode.csv" --holdout "$dir/holdout.csv" \
-    --json "$dir/eval_$mode.json" --report "$dir/report_$mode.html" >/dev/null 2>&1 || echo '{}' >"$dir/eval_$mode.json"
+    --overwrite --json "$dir/eval_$mode.json" --report "$dir/report_$mode.html" >/dev/null 2>&1 || echo '{}' >"$dir/eval_$mode.json"
   [ -s "$dir/eval_holdout.json" ] || "$DS" evaluate --real "$dir/train.csv" --synthetic "$dir/holdout.csv" \
-    --json "$dir/eval_holdout.json" >/dev/null 2>&1 || echo '{}' >"$dir/eval_holdout.json"
+    --overwrite --json "$dir/eval_holdout.json" >/dev/null 2>&1 || echo '{}' >"$dir/eval_holdout.json"
   python3 - "$dir/run_$mode.json" "$dir/quality_$mode.json" "$name" "$mode" "$dir/eval_$mode.json" \
     "$dir/eval_holdout.json" >>"$OUT/rows.md" <<'PY'
 import json, sys

@@ -469,6 +469,23 @@ DATASYNTH_FIFO_WAIT_SECONDS=1 expect_error evaluate_fifo_without_writer 1 "a FIF
 out=$(cat "$TMP/eval_syn.csv" | timeout -k 5 60 "$DS" evaluate --real <(cat "$TMP/good.csv") --synthetic - 2>&1)
 [ $? -eq 0 ] && grep -q "60 real / 3 synthetic rows" <<<"$out" && pass "evaluate reads <(...) and stdin" ||
   fail "evaluate with streams: $out"
+# evaluate never replaces a report the user did not ask to replace (#13: nothing lost).
+echo keep > "$TMP/keep.json"; echo keep > "$TMP/keep.html"
+expect_error evaluate_json_exists 2 "keep.json: already exists; pass --overwrite to replace it" "" -- \
+  evaluate --real "$TMP/good.csv" --synthetic "$TMP/eval_syn.csv" --json "$TMP/keep.json"
+expect_error evaluate_report_exists 2 "keep.html: already exists; pass --overwrite to replace it" "" -- \
+  evaluate --real "$TMP/good.csv" --synthetic "$TMP/eval_syn.csv" --report "$TMP/keep.html" \
+  --json "$TMP/fresh.json"
+[ "$(cat "$TMP/keep.json")$(cat "$TMP/keep.html")" = keepkeep ] && [ ! -e "$TMP/fresh.json" ] &&
+  pass "evaluate: refused targets untouched, nothing written" || fail "evaluate: a refused run wrote"
+expect_error evaluate_json_is_input 2 "is also an input table" "" -- \
+  evaluate --real "$TMP/good.csv" --synthetic "$TMP/eval_syn.csv" --json "$TMP/eval_syn.csv"
+expect_error evaluate_same_targets 2 "--report and --json name the same file" "" -- \
+  evaluate --real "$TMP/good.csv" --synthetic "$TMP/eval_syn.csv" --json "$TMP/x" --report "$TMP/x"
+if "$DS" evaluate --real "$TMP/good.csv" --synthetic "$TMP/eval_syn.csv" --json "$TMP/keep.json" \
+    --overwrite >/dev/null 2>&1 && python3 -c 'import json,sys; json.load(open(sys.argv[1]))["quality"]' \
+    "$TMP/keep.json"; then pass "evaluate --overwrite replaces the JSON"
+else fail "evaluate --overwrite did not replace the JSON"; fi
 # ============================ flag and config ranges (#13 item 5) ============================
 # Every value is range-checked when parsed, naming the flag or key and the range: no
 # silent default (negative --num-lines gave 1000 records), no clamp (2^66 records), no

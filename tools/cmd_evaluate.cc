@@ -19,6 +19,7 @@ void AddEvaluateCommand(CLI::App& app) {
                   "real rows NOT used for training: the ceiling and privacy baseline");
   cmd->add_option("--report", a.e.report_path, "write the self-contained HTML report here");
   cmd->add_option("--json", a.e.json_path, "write every score as JSON here");
+  cmd->add_flag("--overwrite", a.e.overwrite, "replace an existing --report / --json file");
   cmd->add_option("--delimiter,--field-delimiter", a.delimiter, "CSV delimiter [default: ,]");
   cmd->callback([] {
     auto d = ParseDelimiter(a.delimiter);

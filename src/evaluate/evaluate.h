@@ -195,12 +195,15 @@ struct EvaluateArgs {
   std::string holdout_path;    // --holdout ("" = none)
   std::string report_path;     // --report (HTML; "" = do not write)
   std::string json_path;       // --json ("" = do not write)
+  bool overwrite = false;      // --overwrite: replace an existing report / JSON file
   char delimiter = ',';        // --delimiter
   EvalOptions options;
 };
 
 // Reads the tables, evaluates, writes the report files; `summary_text` (may be
-// null) receives ReportToText's lines for the terminal.
+// null) receives ReportToText's lines for the terminal. An existing report or JSON
+// file is refused before anything is read (kAlreadyExists) unless args.overwrite;
+// both are written atomically (a crash leaves the old file or the new one).
 Status RunEvaluate(const EvaluateArgs& args, std::string* summary_text);
 
 }  // namespace ds
