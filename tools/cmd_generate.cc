@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "cli_tabular.h"
 #include "generate/generate.h"
+#include "generate/overrides.h"
 
 namespace ds::cli {
 namespace {
@@ -21,22 +22,12 @@ struct GenArgs {
 };
 
 // The generation settings given on the command line (the rest come from the model).
-struct GenOverrides {
-  std::optional<int64_t> num_lines, gen_chars, max_invalid;
-  std::optional<double> gen_temp;
-  std::optional<int> predict_batch_size;
-  uint64_t seed = 0;
-};
+using GenOverrides = GenerationOverrides;
 
 Status ReadOverrides(const GenArgs& a, GenOverrides* o) {
   Config c;
   DS_RETURN_IF_ERROR(a.gen.Apply(&c));
-  if (c.IsExplicit("gen_lines")) o->num_lines = c.gen_lines;
-  if (c.IsExplicit("gen_chars")) o->gen_chars = c.gen_chars;
-  if (c.IsExplicit("max_invalid")) o->max_invalid = c.max_invalid;
-  if (c.IsExplicit("gen_temp")) o->gen_temp = c.gen_temp;
-  if (c.IsExplicit("predict_batch_size")) o->predict_batch_size = c.predict_batch_size;
-  o->seed = uint64_t(c.seed);
+  *o = GenerationOverrides::FromConfig(c);
   if (!std::isfinite(a.parallelism))
     return DS_ERR(kInvalidArgument, "--parallelism {}: expected a finite number", a.parallelism);
   // The key table's rule for the limit, also when --device cpu never reads it
@@ -59,12 +50,8 @@ int RunTabularGenerate(const GenArgs& a, const GenOverrides& v) {
   o.model_dir = a.model_dir;
   o.output = a.output;
   o.overwrite = a.overwrite;
-  o.num_lines = v.num_lines;
+  v.ApplyTo(&o);
   o.seed = v.seed;
-  o.gen_temp = v.gen_temp;
-  o.gen_chars = v.gen_chars;
-  o.predict_batch_size = v.predict_batch_size;
-  o.max_invalid = v.max_invalid;
   o.parallelism = a.parallelism;
   o.checks.field_count = !a.no_field_count;
   o.checks.type = !a.no_types;
@@ -112,11 +99,7 @@ int RunGenerate(const GenArgs& a, bool device_given) {
     if (!f.ok()) return Fail(f.status());
     c.format = f.value();
   }
-  c.num_lines = v.num_lines;
-  c.gen_temp = v.gen_temp;
-  c.gen_chars = v.gen_chars;
-  c.predict_batch_size = v.predict_batch_size;
-  c.max_invalid = v.max_invalid;
+  v.ApplyTo(&c);
   c.checks.field_count = !a.no_field_count;
   c.checks.type = !a.no_types;
   c.checks.range = !a.no_ranges;

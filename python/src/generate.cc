@@ -5,6 +5,7 @@
 #include "common.h"
 #include "config/config.h"
 #include "generate/generate.h"
+#include "generate/overrides.h"
 #include "tabular/tabular.h"
 #include "tabular_events.h"
 
@@ -17,11 +18,7 @@ namespace {
 // Generation settings from Python: keys named as the Python arguments, each
 // checked by the config key table like the CLI's flags ("num_rows: config
 // key 'gen_lines': value -1 out of range [0, 1000000000000]").
-struct GenSettings {
-  std::optional<int64_t> num_lines, gen_chars, max_invalid;
-  std::optional<double> gen_temp;
-  std::optional<int> predict_batch_size;
-  uint64_t seed = 0;
+struct GenSettings : ds::GenerationOverrides {
   double parallelism = 0;
 };
 
@@ -35,12 +32,7 @@ GenSettings SettingsFrom(const Json& j) {
     if (j.contains(arg) && !j.at(arg).is_null())
       Check(c.SetJson(key, j.at(arg)).WithContext(arg));
   GenSettings g;
-  if (c.IsExplicit("gen_lines")) g.num_lines = c.gen_lines;
-  if (c.IsExplicit("gen_chars")) g.gen_chars = c.gen_chars;
-  if (c.IsExplicit("max_invalid")) g.max_invalid = c.max_invalid;
-  if (c.IsExplicit("gen_temp")) g.gen_temp = c.gen_temp;
-  if (c.IsExplicit("predict_batch_size")) g.predict_batch_size = c.predict_batch_size;
-  g.seed = uint64_t(c.seed);
+  static_cast<ds::GenerationOverrides&>(g) = ds::GenerationOverrides::FromConfig(c);
   g.parallelism = j.value("parallelism", 0.0);
   if (!std::isfinite(g.parallelism))
     throw StatusError{ds::Code::kInvalidArgument, "parallelism: expected a finite number"};
@@ -85,11 +77,7 @@ std::string Generate(const std::string& model_dir, const std::string& output,
     c.run.gen.prefixes_source = "seed_fields";
   }
   if (j.contains("format")) c.format = Take(ds::ParseOutputFormat(j["format"].get<std::string>()));
-  c.num_lines = g.num_lines;
-  c.gen_temp = g.gen_temp;
-  c.gen_chars = g.gen_chars;
-  c.predict_batch_size = g.predict_batch_size;
-  c.max_invalid = g.max_invalid;
+  g.ApplyTo(&c);
   c.constrain = Take(ds::ParseConstraintLevel(j.value("constrain", std::string("auto"))));
   c.device = j.value("device", std::string("auto"));
   std::atomic<bool> cancel{false};
@@ -148,12 +136,8 @@ std::string GenerateTabular(const std::string& model_dir, const std::string& out
   o.model_dir = model_dir;
   o.output = output;
   o.overwrite = j.value("overwrite", false);
-  o.num_lines = g.num_lines;
+  g.ApplyTo(&o);
   o.seed = g.seed;
-  o.gen_temp = g.gen_temp;
-  o.gen_chars = g.gen_chars;
-  o.predict_batch_size = g.predict_batch_size;
-  o.max_invalid = g.max_invalid;
   o.parallelism = g.parallelism;
   o.device = j.value("device", std::string("auto"));
   if (j.contains("seeds")) {
