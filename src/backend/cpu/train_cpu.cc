@@ -116,6 +116,13 @@ void RoundParallel(const float* src, size_t n, uint16_t* dst, int threads) {
   }
 }
 
+// The AVX-512 bf16 cells of vmath.h (LstmBackCell16Bf16) are compiled in.
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+constexpr bool kVectorBf16Cells = true;
+#else
+constexpr bool kVectorBf16Cells = false;
+#endif
+
 // One barrier per timestep of the recurrence: the yielding SpinBarrier when the
 // team has the planned size, else (OpenMP gave fewer threads) an OpenMP one.
 inline void StepBarrier(SpinBarrier& barrier, int team, int planned) {
@@ -200,6 +207,7 @@ class TrainImpl final : public CpuTrainBackend {
       dz16_.Resize(R * GH);
       if (gru_) dzh16_.Resize(R * GH);
       pack_fwd_.resize(L);
+      pack_fwdx_.resize(L);
       pack_bwd_.resize(L);
     }
   }
@@ -373,6 +381,7 @@ class TrainImpl final : public CpuTrainBackend {
     int col = -1;
   };
   std::vector<std::vector<PackedSlice>> pack_fwd_, pack_bwd_;  // [layer][thread]
+  std::vector<std::vector<PackedSlice>> pack_fwdx_;            // Wx slices (lstm)
   uint64_t weights_version_ = 0;  // bumped by RefreshPermuted
   // The packed slice of thread j (packing it first when stale).
   PackedBgemm& Packed(std::vector<PackedSlice>& v, int j, int m, int n, int k, int lda, int ldc,
@@ -485,8 +494,10 @@ void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
     const int in = lay_[l].in, GH = G_ * H;
     if (bf16_) {
       RoundParallel(LayerInput(l), size_t(R_) * in, x16_[l].data(), nt_);
-      BgemmSplit(nt_, 'm', false, false, R_, GH, in, 1.0f, x16_[l].data(), in, wxp16_[l].data(),
-                 GH, 0.0f, gates_[l].data(), GH);
+      // The lstm's recurrence computes x_t Wx per step itself (StepInputGemm).
+      if (gru_)
+        BgemmSplit(nt_, 'm', false, false, R_, GH, in, 1.0f, x16_[l].data(), in, wxp16_[l].data(),
+                   GH, 0.0f, gates_[l].data(), GH);
     } else {
       BigGemm('m', false, false, R_, GH, in, 1.0f, LayerInput(l), in, wxp_[l].data(), GH, 0.0f,
               gates_[l].data(), GH);
@@ -526,7 +537,14 @@ void TrainImpl::RecurrenceForward(int l) {
   const float* zeros = zeros_.data();
   const uint16_t* whp16 = bf16_ ? whp16_[l].data() : nullptr;
   uint16_t* h16 = bf16_ ? h16_[l].data() : nullptr;  // [R, H]
+  // bf16: z_t = x_t Wx (+ h_{t-1} Wh) per step, while z_t is in cache (x16_
+  // rounded by Forward), instead of one GEMM over all steps before.
+  const int in = lay_[l].in;
+  const uint16_t* x16 = bf16_ ? x16_[l].data() : nullptr;  // [R, in]
+  const uint16_t* wxp16 = bf16_ ? wxp16_[l].data() : nullptr;
   if (bf16_) pack_fwd_[l].resize(std::max<size_t>(pack_fwd_[l].size(), ntr));
+  if (bf16_) pack_fwdx_[l].resize(std::max<size_t>(pack_fwdx_[l].size(), ntr));
+  [[maybe_unused]] const bool cvt16 = ub == 16 && kVectorBf16Cells;
   SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
   {
@@ -536,8 +554,12 @@ void TrainImpl::RecurrenceForward(int l) {
     PackedBgemm* pg = whp16 && nc > 0 && T > 1
                           ? &Packed(pack_fwd_[l], j, B, nc, H, H, H4, 1.0f, whp16, H4, c0)
                           : nullptr;
+    PackedBgemm* px = x16 && nc > 0
+                          ? &Packed(pack_fwdx_[l], j, B, nc, in, in, H4, 0.0f, wxp16, H4, c0)
+                          : nullptr;
     for (int t = 0; t < T; ++t) {
       float* z = gates + size_t(t) * B * H4;  // [B, 4H]
+      if (px) px->Run(x16 + size_t(t) * B * in, z + c0);
       if (t > 0 && nc > 0) {
         if (whp16) {
           pg->Run(h16 + size_t(t - 1) * B * H, z + c0);
@@ -557,7 +579,14 @@ void TrainImpl::RecurrenceForward(int l) {
           float* hr = hbuf + row * H + k * ub;
           LstmCell(ub, zr, zr + ub, zr + 2 * ub, zr + 3 * ub, bb, bb + ub, bb + 2 * ub, bb + 3 * ub,
                    cp, cr, tcr, hr);
-          if (h16) ToBf16(hr, ub, h16 + row * H + k * ub);
+          if (!h16) continue;
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+          if (cvt16) {
+            StoreBf16x16(h16 + row * H + k * ub, _mm512_loadu_ps(hr));
+            continue;
+          }
+#endif
+          ToBf16(hr, ub, h16 + row * H + k * ub);
         }
       }
       StepBarrier(barrier, nj, ntr);
@@ -585,6 +614,9 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
   float* db = bscratch_.data();
   const float* zeros = zeros_.data();
   const uint8_t* ones = ones_.data();
+  // bf16 without the clip path: dz only as bf16 (all its readers take that),
+  // from the vector cell, the bias gradient summed from its registers.
+  [[maybe_unused]] const bool bf16_only = bf16_ && accumulate_bias && ub == 16 && kVectorBf16Cells;
   SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
   {
@@ -625,6 +657,13 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
           float* dhr = dhrec + size_t(b) * H + uo;
           float* dcr = dcn + size_t(b) * H + uo;
           float* dbr = db + k * 4 * ub;
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+          if (bf16_only) {
+            LstmBackCell16Bf16(gr, cp, tcr, dha, mr, keep_scale, dhr, dcr,
+                               dz16 + row * H4 + k * 4 * ub, dbr);
+            continue;
+          }
+#endif
 #pragma omp simd
           for (int u = 0; u < ub; ++u) {
             float m = float(mr[u]) * keep_scale;
