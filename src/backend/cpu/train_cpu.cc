@@ -206,6 +206,7 @@ class TrainImpl final : public CpuTrainBackend {
       wdt16_.Resize(size_t(V) * H);
       dz16_.Resize(R * GH);
       if (gru_) dzh16_.Resize(R * GH);
+      zs_.Resize(size_t(max_batch) * GH);
       pack_fwd_.resize(L);
       pack_fwdx_.resize(L);
       pack_bwd_.resize(L);
@@ -295,6 +296,7 @@ class TrainImpl final : public CpuTrainBackend {
   }
   void Forward(const Batch& batch, uint64_t seed);
   void RecurrenceForward(int l);
+  void StreamCells(int l, int t, int k0, int k1);
   void RecurrenceBackward(int l, const float* dh_above, bool accumulate_bias);
   void GruForward(int l);
   void GruBackward(int l, const float* dh_above, bool accumulate_bias);
@@ -372,6 +374,7 @@ class TrainImpl final : public CpuTrainBackend {
   std::vector<Buffer<uint16_t>> h16_;             // per layer [R, H] h_t
   Buffer<uint16_t> dz16_;                         // [R, GH] dz of the layer in backward
   Buffer<uint16_t> dzh16_;                        // [R, GH] dzh (gru only)
+  Buffer<float> zs_;                              // [maxB, GH] z_t of the lstm's step
   // bf16: each recurrence thread's slice of Wh (forward) and Wh^T (backward)
   // per layer, packed by oneDNN once per weights version and reused by the T
   // per-step GEMMs.
@@ -544,7 +547,9 @@ void TrainImpl::RecurrenceForward(int l) {
   const uint16_t* wxp16 = bf16_ ? wxp16_[l].data() : nullptr;
   if (bf16_) pack_fwd_[l].resize(std::max<size_t>(pack_fwd_[l].size(), ntr));
   if (bf16_) pack_fwdx_[l].resize(std::max<size_t>(pack_fwdx_[l].size(), ntr));
-  [[maybe_unused]] const bool cvt16 = ub == 16 && kVectorBf16Cells;
+  // bf16 with the vector cells: the GEMMs write z_t to the cache-resident
+  // scratch zs_ and the cells stream the activations out (StreamCells).
+  const bool stream = bf16_ && ub == 16 && kVectorBf16Cells;
   SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
   {
@@ -559,14 +564,20 @@ void TrainImpl::RecurrenceForward(int l) {
                           : nullptr;
     for (int t = 0; t < T; ++t) {
       float* z = gates + size_t(t) * B * H4;  // [B, 4H]
-      if (px) px->Run(x16 + size_t(t) * B * in, z + c0);
+      float* zg = stream ? zs_.data() : z;     // where the GEMMs write z_t
+      if (px) px->Run(x16 + size_t(t) * B * in, zg + c0);
       if (t > 0 && nc > 0) {
         if (whp16) {
-          pg->Run(h16 + size_t(t - 1) * B * H, z + c0);
+          pg->Run(h16 + size_t(t - 1) * B * H, zg + c0);
         } else {
           SgemmSerial(false, false, B, nc, H, 1.0f, hbuf + size_t(t - 1) * B * H, H, whp + c0, H4,
                       1.0f, z + c0, H4);
         }
+      }
+      if (stream) {
+        StreamCells(l, t, k0, k1);
+        StepBarrier(barrier, nj, ntr);
+        continue;
       }
       for (int b = 0; b < B; ++b) {
         const size_t row = size_t(t) * B + b;
@@ -579,19 +590,40 @@ void TrainImpl::RecurrenceForward(int l) {
           float* hr = hbuf + row * H + k * ub;
           LstmCell(ub, zr, zr + ub, zr + 2 * ub, zr + 3 * ub, bb, bb + ub, bb + 2 * ub, bb + 3 * ub,
                    cp, cr, tcr, hr);
-          if (!h16) continue;
-#if defined(__AVX512F__) && defined(__AVX512BF16__)
-          if (cvt16) {
-            StoreBf16x16(h16 + row * H + k * ub, _mm512_loadu_ps(hr));
-            continue;
-          }
-#endif
-          ToBf16(hr, ub, h16 + row * H + k * ub);
+          if (h16) ToBf16(hr, ub, h16 + row * H + k * ub);
         }
       }
       StepBarrier(barrier, nj, ntr);
     }
   }
+}
+
+// The cells of step t, unit blocks k0..k1 (16 units each), from z_t in zs_
+// (x_t Wx + h_{t-1} Wh) to gates_, c_, tc_, h_ and h16_ (LstmCell16Stream).
+void TrainImpl::StreamCells(int l, int t, int k0, int k1) {
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+  const int B = B_, H = spec_.rnn_units, H4 = 4 * H;
+  const float* bp = bp_[l].data();
+  for (int b = 0; b < B; ++b) {
+    const size_t row = size_t(t) * B + b;
+    const float* zr = zs_.data() + size_t(b) * H4;
+    float* gr = gates_[l].data() + row * H4;
+    float* cr = c_[l].data() + row * H;
+    const float* cp = t > 0 ? cr - size_t(B) * H : zeros_.data();
+    float* tcr = tc_[l].data() + row * H;
+    float* hr = h_[l].data() + row * H;
+    uint16_t* h16 = h16_[l].data() + row * H;
+    for (int k = k0; k < k1; ++k) {
+      const int g = k * 64, u = k * 16;
+      LstmCell16Stream(zr + g, bp + g, t > 0 ? cp + u : cp, gr + g, cr + u, tcr + u, hr + u,
+                       h16 + u);
+    }
+  }
+  _mm_sfence();
+#else
+  (void)l, (void)t, (void)k0, (void)k1;
+  DS_CHECK(false);  // only called with the vector cells compiled in
+#endif
 }
 
 // dh_above: [R, H] dL/d(dropout(h_l)) (pre-mask) from the layer above / dense.

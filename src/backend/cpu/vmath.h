@@ -144,6 +144,33 @@ inline void StoreBf16x16(uint16_t* dst, __m512 v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), reinterpret_cast<__m256i&>(h));
 }
 
+// LSTM forward cell on one block of 16 units for bf16 training, reading the
+// pre-activations [i f g o] x 16 from z (a cache-resident scratch row) and
+// writing the activated gates to `gates`, tanh(c) to tc and h to h with
+// non-temporal stores (they are read again only after the whole sequence,
+// so they bypass the cache and cost no read-for-ownership), c (read by the
+// next step) and h in bf16 (the next step's GEMM operand) normally. The
+// math is LstmCell's, bit for bit. gates, tc and h must be 64-byte aligned;
+// the caller fences (_mm_sfence) before other threads read them.
+inline void LstmCell16Stream(const float* z, const float* b, const float* cp, float* gates,
+                             float* c, float* tc, float* h, uint16_t* h16) {
+  const __m512 i = Sigmoid16(_mm512_add_ps(_mm512_loadu_ps(z), _mm512_loadu_ps(b)));
+  const __m512 f = Sigmoid16(_mm512_add_ps(_mm512_loadu_ps(z + 16), _mm512_loadu_ps(b + 16)));
+  const __m512 g = Tanh16(_mm512_add_ps(_mm512_loadu_ps(z + 32), _mm512_loadu_ps(b + 32)));
+  const __m512 o = Sigmoid16(_mm512_add_ps(_mm512_loadu_ps(z + 48), _mm512_loadu_ps(b + 48)));
+  const __m512 cn = _mm512_fmadd_ps(f, _mm512_loadu_ps(cp), _mm512_mul_ps(i, g));
+  const __m512 t = Tanh16(cn);
+  const __m512 hv = _mm512_mul_ps(o, t);
+  _mm512_stream_ps(gates, i);
+  _mm512_stream_ps(gates + 16, f);
+  _mm512_stream_ps(gates + 32, g);
+  _mm512_stream_ps(gates + 48, o);
+  _mm512_storeu_ps(c, cn);
+  _mm512_stream_ps(tc, t);
+  _mm512_stream_ps(h, hv);
+  StoreBf16x16(h16, hv);
+}
+
 // LSTM backward cell on 16 units for bf16 training, the formulas of the
 // portable loop in train_cpu.cc: gr = activated [i f g o] x 16, cp = c_{t-1},
 // tc = tanh(c_t), dha = dL/d(dropout(h_t)) before the mask m (keep flags x
