@@ -105,17 +105,6 @@ void Transpose(const float* src, int rows, int cols, float* dst) {
           dst[size_t(c) * rows + r] = src[size_t(r) * cols + c];
 }
 
-// dst = src rounded to bf16, split across `threads` threads.
-void RoundParallel(const float* src, size_t n, uint16_t* dst, int threads) {
-  const size_t chunk = 1 << 14;
-  const int64_t chunks = int64_t((n + chunk - 1) / chunk);
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const size_t i = size_t(c) * chunk;
-    ToBf16(src + i, std::min(chunk, n - i), dst + i);
-  }
-}
-
 // The AVX-512 bf16 cells of vmath.h (LstmBackCell16Bf16) are compiled in.
 #if defined(__AVX512F__) && defined(__AVX512BF16__)
 constexpr bool kVectorBf16Cells = true;
@@ -199,9 +188,10 @@ class TrainImpl final : public CpuTrainBackend {
         wxpt16_.emplace_back(size_t(in) * GH);
         whp16_.emplace_back(size_t(H) * GH);
         whpt16_.emplace_back(size_t(H) * GH);
-        x16_.emplace_back(R * in);
+        x16_.emplace_back(l == 0 || spec.dropout_rate > 0 ? R * in : 0);
         h16_.emplace_back(R * H);
       }
+      x16_.emplace_back(spec.dropout_rate > 0 ? R * H : 0);  // the dense input
       wd16_.Resize(size_t(V) * H);
       wdt16_.Resize(size_t(V) * H);
       dz16_.Resize(R * GH);
@@ -294,6 +284,12 @@ class TrainImpl final : public CpuTrainBackend {
     if (l == 0) return x0_.data();
     return dropout_on_ ? xd_[l - 1].data() : h_[l - 1].data();
   }
+  // bf16: LayerInput(l) rounded (l = L: the dense input), written where it
+  // is produced (the embedding lookup, the dropout pass, the cells' h16_).
+  const uint16_t* X16(int l) const {
+    if (l == 0 || dropout_on_) return x16_[l].data();
+    return h16_[l - 1].data();
+  }
   void Forward(const Batch& batch, uint64_t seed);
   void RecurrenceForward(int l);
   void StreamCells(int l, int t, int k0, int k1);
@@ -370,7 +366,7 @@ class TrainImpl final : public CpuTrainBackend {
   // left operand of the next step's recurrent GEMM).
   std::vector<Buffer<uint16_t>> wxp16_, wxpt16_, whp16_, whpt16_;  // per layer, as wxp_ ...
   Buffer<uint16_t> wd16_, wdt16_;                 // [H, V] Wd, [V, H] wdt_
-  std::vector<Buffer<uint16_t>> x16_;             // per layer [R, In] LayerInput(l)
+  std::vector<Buffer<uint16_t>> x16_;             // [L + 1] [R, In] LayerInput(l) (X16)
   std::vector<Buffer<uint16_t>> h16_;             // per layer [R, H] h_t
   Buffer<uint16_t> dz16_;                         // [R, GH] dz of the layer in backward
   Buffer<uint16_t> dzh16_;                        // [R, GH] dzh (gru only)
@@ -402,6 +398,7 @@ class TrainImpl final : public CpuTrainBackend {
   std::vector<Buffer<float>> dense_logits_;  // per thread [rows_chunk, V]
   std::vector<Buffer<float>> dense_dw_;      // per thread [H, V] (thread 0: grads)
   std::vector<Buffer<float>> dense_db_;      // per thread [V]
+  std::vector<Buffer<uint16_t>> dense_dl16_;  // per thread [rows_chunk, V] dlogits (bf16)
   std::vector<Buffer<float>> gram_;          // per thread [3, T, T] Gram scratch
   Profile prof_;
 };
@@ -491,16 +488,16 @@ void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
         std::memcpy(dst, src, E * sizeof(float));
       }
     }
+    if (bf16_) ToBf16(x0_.data() + size_t(t) * B * E, size_t(B) * E, x16_[0].data() + size_t(t) * B * E);
   }
   prof_.Mark(kEmbed);
   for (int l = 0; l < spec_.num_layers; ++l) {
     const int in = lay_[l].in, GH = G_ * H;
     if (bf16_) {
-      RoundParallel(LayerInput(l), size_t(R_) * in, x16_[l].data(), nt_);
-      // The lstm's recurrence computes x_t Wx per step itself (StepInputGemm).
+      // The lstm's recurrence computes x_t Wx per step itself.
       if (gru_)
-        BgemmSplit(nt_, 'm', false, false, R_, GH, in, 1.0f, x16_[l].data(), in, wxp16_[l].data(),
-                   GH, 0.0f, gates_[l].data(), GH);
+        BgemmSplit(nt_, 'm', false, false, R_, GH, in, 1.0f, X16(l), in, wxp16_[l].data(), GH,
+                   0.0f, gates_[l].data(), GH);
     } else {
       BigGemm('m', false, false, R_, GH, in, 1.0f, LayerInput(l), in, wxp_[l].data(), GH, 0.0f,
               gates_[l].data(), GH);
@@ -522,6 +519,7 @@ void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
         float* dst = xd_[l].data() + off;
 #pragma omp simd
         for (size_t i = 0; i < n; ++i) dst[i] = src[i] * (float(m[i]) * keep_scale);
+        if (bf16_) ToBf16(dst, n, x16_[l + 1].data() + off);
       }
       prof_.Mark(kDropout);
     }
@@ -543,7 +541,7 @@ void TrainImpl::RecurrenceForward(int l) {
   // bf16: z_t = x_t Wx (+ h_{t-1} Wh) per step, while z_t is in cache (x16_
   // rounded by Forward), instead of one GEMM over all steps before.
   const int in = lay_[l].in;
-  const uint16_t* x16 = bf16_ ? x16_[l].data() : nullptr;  // [R, in]
+  const uint16_t* x16 = bf16_ ? X16(l) : nullptr;  // [R, in]
   const uint16_t* wxp16 = bf16_ ? wxp16_[l].data() : nullptr;
   if (bf16_) pack_fwd_[l].resize(std::max<size_t>(pack_fwd_[l].size(), ntr));
   if (bf16_) pack_fwdx_[l].resize(std::max<size_t>(pack_fwdx_[l].size(), ntr));
@@ -910,7 +908,7 @@ void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum, bool rounded) {
     std::memset(g + Ly.wh, 0, size_t(H) * H4 * sizeof(float));
   }
   if (rounded) {
-    BgemmSplit(nt_, 'n', true, false, Ly.in, H4, R_, 1.0f, x16_[l].data(), Ly.in, dz16_.data(),
+    BgemmSplit(nt_, 'n', true, false, Ly.in, H4, R_, 1.0f, X16(l), Ly.in, dz16_.data(),
                H4, 0.0f, wscratch_.data(), H4);
   } else {
     BigGemm('n', true, false, Ly.in, H4, R_, 1.0f, LayerInput(l), Ly.in, dz_[l].data(), H4, 0.0f,
@@ -1027,6 +1025,9 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
   dense_logits_.resize(std::max<size_t>(dense_logits_.size(), nt));
   dense_dw_.resize(std::max<size_t>(dense_dw_.size(), nt));
   dense_db_.resize(std::max<size_t>(dense_db_.size(), nt));
+  dense_dl16_.resize(std::max<size_t>(dense_dl16_.size(), nt));
+  // bf16: the input already rounded (X16); fp32: null.
+  const uint16_t* x16 = bf16_ ? X16(spec_.num_layers) : nullptr;
   std::vector<StepStats> part(nt);
   const float inv_count = count > 0 ? float(1.0 / count) : 0.0f;
 #pragma omp parallel num_threads(nt)
@@ -1035,6 +1036,7 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
     const int r0 = int(int64_t(R) * j / nt), r1 = int(int64_t(R) * (j + 1) / nt);
     auto& lg = dense_logits_[j];
     lg.Reserve(size_t(chunk) * V);
+    if (x16 && train) dense_dl16_[j].Reserve(size_t(chunk) * V);
     float* dw = nullptr;
     float* db = nullptr;
     if (train) {
@@ -1053,7 +1055,12 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
     for (int r = r0; r < r1; r += chunk) {
       const int n = std::min(chunk, r1 - r);
       float* x = lg.data();  // [n, V]
-      Gemm(false, false, n, V, H, 1.0f, xd + size_t(r) * H, H, wd, wd16_.data(), V, 0.0f, x, V);
+      if (x16) {
+        BgemmSerial(false, false, n, V, H, 1.0f, x16 + size_t(r) * H, H, wd16_.data(), V, 0.0f, x,
+                    V);
+      } else {
+        Gemm(false, false, n, V, H, 1.0f, xd + size_t(r) * H, H, wd, wd16_.data(), V, 0.0f, x, V);
+      }
       for (int i = 0; i < n; ++i) {
         const int row = r + i, t = row / B, b = row % B;
         const float w = W(batch, b, t);
@@ -1069,15 +1076,24 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
         st.count += w;
       }
       if (train) {
-        Gemm(true, false, H, V, n, 1.0f, xd + size_t(r) * H, H, x, nullptr, V, first ? 0.0f : 1.0f,
-             dw, V);
         for (int i = 0; i < n; ++i) {
           const float* xr = x + size_t(i) * V;
 #pragma omp simd
           for (int v = 0; v < V; ++v) db[v] += xr[v];
         }
-        Gemm(false, false, n, H, V, 1.0f, x, V, wdt_.data(), wdt16_.data(), H, 0.0f,
-             dxd + size_t(r) * H, H);
+        if (x16) {  // dlogits rounded once for both GEMMs
+          uint16_t* dl16 = dense_dl16_[j].data();
+          ToBf16(x, size_t(n) * V, dl16);
+          BgemmSerial(true, false, H, V, n, 1.0f, x16 + size_t(r) * H, H, dl16, V,
+                      first ? 0.0f : 1.0f, dw, V);
+          BgemmSerial(false, false, n, H, V, 1.0f, dl16, V, wdt16_.data(), H, 0.0f,
+                      dxd + size_t(r) * H, H);
+        } else {
+          Gemm(true, false, H, V, n, 1.0f, xd + size_t(r) * H, H, x, nullptr, V,
+               first ? 0.0f : 1.0f, dw, V);
+          Gemm(false, false, n, H, V, 1.0f, x, V, wdt_.data(), wdt16_.data(), H, 0.0f,
+               dxd + size_t(r) * H, H);
+        }
         first = false;
       }
     }
