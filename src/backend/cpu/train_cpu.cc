@@ -97,12 +97,25 @@ class Profile {
 int UnitBlock(int h) { return h % 16 == 0 ? 16 : h; }
 
 // dst [cols, rows] = src [rows, cols]^T, in 16 x 16 tiles.
-void Transpose(const float* src, int rows, int cols, float* dst) {
+template <typename T>
+void Transpose(const T* src, int rows, int cols, T* dst) {
   for (int r0 = 0; r0 < rows; r0 += 16)
     for (int c0 = 0; c0 < cols; c0 += 16)
       for (int r = r0; r < std::min(rows, r0 + 16); ++r)
         for (int c = c0; c < std::min(cols, c0 + 16); ++c)
           dst[size_t(c) * rows + r] = src[size_t(r) * cols + c];
+}
+
+// dst = bf16(src * keep * keep_scale), through a stack buffer.
+void DropoutToBf16(const float* src, const uint8_t* keep, float keep_scale, size_t n,
+                   uint16_t* dst) {
+  float tmp[256];
+  for (size_t i = 0; i < n; i += 256) {
+    const size_t m = std::min<size_t>(256, n - i);
+#pragma omp simd
+    for (size_t k = 0; k < m; ++k) tmp[k] = src[i + k] * (float(keep[i + k]) * keep_scale);
+    ToBf16(tmp, m, dst + i);
+  }
 }
 
 // The AVX-512 bf16 cells of vmath.h (LstmBackCell16Bf16) are compiled in.
@@ -325,6 +338,9 @@ class TrainImpl final : public CpuTrainBackend {
   // Per-step state, set by Step.
   int B_ = 0, T_ = 0, R_ = 0, nt_ = 1;
   bool dropout_on_ = false;
+  // bf16 without the clip path: the fp32 copies of the dropped-out layer
+  // inputs and tanh(c) are not stored (only the clip path and fp32 read them).
+  bool lean_ = false;
   bool perm_dirty_ = true;
   const bool split_big_gemms_ = [] {
     const char* e = std::getenv("DATASYNTH_CPU_GEMM_SPLIT");
@@ -434,27 +450,30 @@ void TrainImpl::RefreshPermuted() {
           std::memcpy(dst + size_t(r) * GH + (k * G + g) * ub,
                       src + size_t(r) * GH + g * H + k * ub, ub * sizeof(float));
   };
+  // bf16: the transposed copies only as bf16, transposed after rounding (the
+  // same values: rounding commutes with transposing); their fp32 forms are
+  // read only by the fp32 GEMMs.
   for (int l = 0; l < spec_.num_layers; ++l) {
     const auto& L = lay_[l];
     permute(params_.data() + L.wx, L.in, wxp_[l].data());
     permute(params_.data() + L.wh, H, whp_[l].data());
     permute(params_.data() + L.b, gru_ ? 2 : 1, bp_[l].data());
-    Transpose(wxp_[l].data(), L.in, GH, wxpt_[l].data());
-    Transpose(whp_[l].data(), H, GH, whpt_[l].data());
-  }
-  Transpose(params_.data() + off_dw_, H, spec_.vocab_size, wdt_.data());
-  if (bf16_) {
-    const size_t hv = size_t(H) * spec_.vocab_size;
-    for (int l = 0; l < spec_.num_layers; ++l) {
-      const size_t nx = size_t(lay_[l].in) * GH;
-      ToBf16(wxp_[l].data(), nx, wxp16_[l].data());
-      ToBf16(wxpt_[l].data(), nx, wxpt16_[l].data());
+    if (bf16_) {
+      ToBf16(wxp_[l].data(), size_t(L.in) * GH, wxp16_[l].data());
       ToBf16(whp_[l].data(), size_t(H) * GH, whp16_[l].data());
-      ToBf16(whpt_[l].data(), size_t(H) * GH, whpt16_[l].data());
+      Transpose(wxp16_[l].data(), L.in, GH, wxpt16_[l].data());
+      Transpose(whp16_[l].data(), H, GH, whpt16_[l].data());
+    } else {
+      Transpose(wxp_[l].data(), L.in, GH, wxpt_[l].data());
+      Transpose(whp_[l].data(), H, GH, whpt_[l].data());
     }
-    ToBf16(params_.data() + off_dw_, hv, wd16_.data());
-    ToBf16(wdt_.data(), hv, wdt16_.data());
+  }
+  if (bf16_) {
+    ToBf16(params_.data() + off_dw_, size_t(H) * spec_.vocab_size, wd16_.data());
+    Transpose(wd16_.data(), H, spec_.vocab_size, wdt16_.data());
     ++weights_version_;
+  } else {
+    Transpose(params_.data() + off_dw_, H, spec_.vocab_size, wdt_.data());
   }
   perm_dirty_ = false;
 }
@@ -516,6 +535,10 @@ void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
         uint8_t* m = mask_[l + 1].data() + off;
         DrawKeepMask(seed, l + 1, t, spec_.dropout_rate, m, n);
         const float* src = h_[l].data() + off;
+        if (lean_) {
+          DropoutToBf16(src, m, keep_scale, n, x16_[l + 1].data() + off);
+          continue;
+        }
         float* dst = xd_[l].data() + off;
 #pragma omp simd
         for (size_t i = 0; i < n; ++i) dst[i] = src[i] * (float(m[i]) * keep_scale);
@@ -608,13 +631,13 @@ void TrainImpl::StreamCells(int l, int t, int k0, int k1) {
     float* gr = gates_[l].data() + row * H4;
     float* cr = c_[l].data() + row * H;
     const float* cp = t > 0 ? cr - size_t(B) * H : zeros_.data();
-    float* tcr = tc_[l].data() + row * H;
+    float* tcr = lean_ ? nullptr : tc_[l].data() + row * H;  // lean_: recomputed
     float* hr = h_[l].data() + row * H;
     uint16_t* h16 = h16_[l].data() + row * H;
     for (int k = k0; k < k1; ++k) {
       const int g = k * 64, u = k * 16;
-      LstmCell16Stream(zr + g, bp + g, t > 0 ? cp + u : cp, gr + g, cr + u, tcr + u, hr + u,
-                       h16 + u);
+      LstmCell16Stream(zr + g, bp + g, t > 0 ? cp + u : cp, gr + g, cr + u, tcr ? tcr + u : nullptr,
+                       hr + u, h16 + u);
     }
   }
   _mm_sfence();
@@ -646,7 +669,7 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
   const uint8_t* ones = ones_.data();
   // bf16 without the clip path: dz only as bf16 (all its readers take that),
   // from the vector cell, the bias gradient summed from its registers.
-  [[maybe_unused]] const bool bf16_only = bf16_ && accumulate_bias && ub == 16 && kVectorBf16Cells;
+  [[maybe_unused]] const bool bf16_only = lean_ && ub == 16 && kVectorBf16Cells;
   SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
   {
@@ -689,7 +712,7 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
           float* dbr = db + k * 4 * ub;
 #if defined(__AVX512F__) && defined(__AVX512BF16__)
           if (bf16_only) {
-            LstmBackCell16Bf16(gr, cp, tcr, dha, mr, keep_scale, dhr, dcr,
+            LstmBackCell16Bf16(gr, cp, lean_ ? nullptr : tcr, cr, dha, mr, keep_scale, dhr, dcr,
                                dz16 + row * H4 + k * 4 * ub, dbr);
             continue;
           }
@@ -1319,6 +1342,7 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
   R_ = B_ * T_;
   nt_ = Threads();
   dropout_on_ = train && spec_.dropout_rate > 0;
+  lean_ = bf16_ && clip == nullptr;
   prof_.Start();
   if (train) prof_.CountStep();
   RefreshPermuted();
@@ -1419,6 +1443,7 @@ void TrainImpl::ForwardLogits(const Batch& batch, float* logits) {
   R_ = B_ * T_;
   nt_ = Threads();
   dropout_on_ = false;
+  lean_ = bf16_;
   RefreshPermuted();
   Forward(batch, 0);
   DenseStage(batch, false, 0, nullptr, logits);

@@ -149,7 +149,8 @@ inline void StoreBf16x16(uint16_t* dst, __m512 v) {
 // writing the activated gates to `gates`, tanh(c) to tc and h to h with
 // non-temporal stores (they are read again only after the whole sequence,
 // so they bypass the cache and cost no read-for-ownership), c (read by the
-// next step) and h in bf16 (the next step's GEMM operand) normally. The
+// next step) and h in bf16 (the next step's GEMM operand) normally; tc may be
+// null (not stored: LstmBackCell16Bf16 recomputes it from c). The
 // math is LstmCell's, bit for bit. gates, tc and h must be 64-byte aligned;
 // the caller fences (_mm_sfence) before other threads read them.
 inline void LstmCell16Stream(const float* z, const float* b, const float* cp, float* gates,
@@ -166,19 +167,20 @@ inline void LstmCell16Stream(const float* z, const float* b, const float* cp, fl
   _mm512_stream_ps(gates + 32, g);
   _mm512_stream_ps(gates + 48, o);
   _mm512_storeu_ps(c, cn);
-  _mm512_stream_ps(tc, t);
+  if (tc) _mm512_stream_ps(tc, t);
   _mm512_stream_ps(h, hv);
   StoreBf16x16(h16, hv);
 }
 
 // LSTM backward cell on 16 units for bf16 training, the formulas of the
 // portable loop in train_cpu.cc: gr = activated [i f g o] x 16, cp = c_{t-1},
-// tc = tanh(c_t), dha = dL/d(dropout(h_t)) before the mask m (keep flags x
+// tc = tanh(c_t) (null: recomputed from ct = c_t as the forward cell did, the
+// same bits), dha = dL/d(dropout(h_t)) before the mask m (keep flags x
 // keep_scale), dhr = the recurrent dh; dc carries dL/dc from t+1 in and to t-1
 // out. Writes dz = [dzi dzf dzg dzo] only as bf16 (dz16) and adds it to db.
-inline void LstmBackCell16Bf16(const float* gr, const float* cp, const float* tc, const float* dha,
-                               const uint8_t* mr, float keep_scale, const float* dhr, float* dc,
-                               uint16_t* dz16, float* db) {
+inline void LstmBackCell16Bf16(const float* gr, const float* cp, const float* tc, const float* ct,
+                               const float* dha, const uint8_t* mr, float keep_scale,
+                               const float* dhr, float* dc, uint16_t* dz16, float* db) {
   const __m512 one = _mm512_set1_ps(1.0f);
   const __m512 m = _mm512_mul_ps(
       _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mr)))),
@@ -186,7 +188,7 @@ inline void LstmBackCell16Bf16(const float* gr, const float* cp, const float* tc
   const __m512 dh = _mm512_fmadd_ps(_mm512_loadu_ps(dha), m, _mm512_loadu_ps(dhr));
   const __m512 i = _mm512_loadu_ps(gr), f = _mm512_loadu_ps(gr + 16);
   const __m512 g = _mm512_loadu_ps(gr + 32), o = _mm512_loadu_ps(gr + 48);
-  const __m512 t = _mm512_loadu_ps(tc);
+  const __m512 t = tc ? _mm512_loadu_ps(tc) : Tanh16(_mm512_loadu_ps(ct));
   const __m512 c = _mm512_fmadd_ps(_mm512_mul_ps(dh, o), _mm512_fnmadd_ps(t, t, one),
                                    _mm512_loadu_ps(dc));
   const __m512 dzi = _mm512_mul_ps(_mm512_mul_ps(c, g), _mm512_mul_ps(i, _mm512_sub_ps(one, i)));
