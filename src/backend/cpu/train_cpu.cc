@@ -202,11 +202,14 @@ class TrainImpl final : public CpuTrainBackend {
         whp16_.emplace_back(size_t(H) * GH);
         whpt16_.emplace_back(size_t(H) * GH);
         x16_.emplace_back(l == 0 || spec.dropout_rate > 0 ? R * in : 0);
-        h16_.emplace_back(R * H);
+        // max_batch zero rows first: h_{-1} for the d Wh GEMM over all R rows.
+        h16_.emplace_back((R + max_batch) * H);
+        std::memset(h16_.back().data(), 0, size_t(max_batch) * H * sizeof(uint16_t));
       }
       x16_.emplace_back(spec.dropout_rate > 0 ? R * H : 0);  // the dense input
       wd16_.Resize(size_t(V) * H);
-      wdt16_.Resize(size_t(V) * H);
+      wdt16_.Resize(size_t(PadV()) * H);  // rows V..PadV() stay zero
+      wdt16_.Zero();
       dz16_.Resize(R * GH);
       if (gru_) dzh16_.Resize(R * GH);
       zs_.Resize(size_t(max_batch) * GH);
@@ -301,8 +304,14 @@ class TrainImpl final : public CpuTrainBackend {
   // is produced (the embedding lookup, the dropout pass, the cells' h16_).
   const uint16_t* X16(int l) const {
     if (l == 0 || dropout_on_) return x16_[l].data();
-    return h16_[l - 1].data();
+    return H16(l - 1);
   }
+  // bf16: [R, H] h_t of layer l rounded, preceded by max_b_ zero rows.
+  uint16_t* H16(int l) { return h16_[l].data() + size_t(max_b_) * spec_.rnn_units; }
+  const uint16_t* H16(int l) const { return h16_[l].data() + size_t(max_b_) * spec_.rnn_units; }
+  // The vocabulary padded to 16: the K of the bf16 dense dX GEMM (oneDNN's
+  // bf16 kernels run an odd K such as 69 several times slower).
+  int PadV() const { return (spec_.vocab_size + 15) & ~15; }
   void Forward(const Batch& batch, uint64_t seed);
   void RecurrenceForward(int l);
   void StreamCells(int l, int t, int k0, int k1);
@@ -381,9 +390,9 @@ class TrainImpl final : public CpuTrainBackend {
   // and dz_t by the cells of the recurrence (one step's rows are also the
   // left operand of the next step's recurrent GEMM).
   std::vector<Buffer<uint16_t>> wxp16_, wxpt16_, whp16_, whpt16_;  // per layer, as wxp_ ...
-  Buffer<uint16_t> wd16_, wdt16_;                 // [H, V] Wd, [V, H] wdt_
+  Buffer<uint16_t> wd16_, wdt16_;                 // [H, V] Wd, [PadV, H] wdt_ (zero rows)
   std::vector<Buffer<uint16_t>> x16_;             // [L + 1] [R, In] LayerInput(l) (X16)
-  std::vector<Buffer<uint16_t>> h16_;             // per layer [R, H] h_t
+  std::vector<Buffer<uint16_t>> h16_;             // per layer [maxB + R, H] 0, h_t (H16)
   Buffer<uint16_t> dz16_;                         // [R, GH] dz of the layer in backward
   Buffer<uint16_t> dzh16_;                        // [R, GH] dzh (gru only)
   Buffer<float> zs_;                              // [maxB, GH] z_t of the lstm's step
@@ -560,7 +569,7 @@ void TrainImpl::RecurrenceForward(int l) {
   const float* bp = bp_[l].data();
   const float* zeros = zeros_.data();
   const uint16_t* whp16 = bf16_ ? whp16_[l].data() : nullptr;
-  uint16_t* h16 = bf16_ ? h16_[l].data() : nullptr;  // [R, H]
+  uint16_t* h16 = bf16_ ? H16(l) : nullptr;  // [R, H]
   // bf16: z_t = x_t Wx (+ h_{t-1} Wh) per step, while z_t is in cache (x16_
   // rounded by Forward), instead of one GEMM over all steps before.
   const int in = lay_[l].in;
@@ -633,7 +642,7 @@ void TrainImpl::StreamCells(int l, int t, int k0, int k1) {
     const float* cp = t > 0 ? cr - size_t(B) * H : zeros_.data();
     float* tcr = lean_ ? nullptr : tc_[l].data() + row * H;  // lean_: recomputed
     float* hr = h_[l].data() + row * H;
-    uint16_t* h16 = h16_[l].data() + row * H;
+    uint16_t* h16 = H16(l) + row * H;
     for (int k = k0; k < k1; ++k) {
       const int g = k * 64, u = k * 16;
       LstmCell16Stream(zr + g, bp + g, t > 0 ? cp + u : cp, gr + g, cr + u, tcr ? tcr + u : nullptr,
@@ -764,7 +773,7 @@ void TrainImpl::GruForward(int l) {
   const float* bh = bx + H3;
   const float* zeros = zeros_.data();
   const uint16_t* whp16 = bf16_ ? whp16_[l].data() : nullptr;
-  uint16_t* h16 = bf16_ ? h16_[l].data() : nullptr;  // [R, H]
+  uint16_t* h16 = bf16_ ? H16(l) : nullptr;  // [R, H]
   if (bf16_) pack_fwd_[l].resize(std::max<size_t>(pack_fwd_[l].size(), ntr));
   SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
@@ -920,8 +929,9 @@ void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum, bool rounded) {
   const uint16_t* dzh16 = gru_ ? dzh16_.data() : dz16_.data();
   if (T > 1) {
     if (rounded) {
-      BgemmSplit(nt_, 'n', true, false, H, H4, (T - 1) * B, 1.0f, h16_[l].data(), H,
-                 dzh16 + size_t(B) * H4, H4, 0.0f, wscratch_.data(), H4);
+      // Over all R rows, h_{-1} = 0 (K = R: measured faster than (T - 1) B).
+      BgemmSplit(nt_, 'n', true, false, H, H4, R_, 1.0f, H16(l) - size_t(B) * H, H, dzh16, H4,
+                 0.0f, wscratch_.data(), H4);
     } else {
       BigGemm('n', true, false, H, H4, (T - 1) * B, 1.0f, h_[l].data(), H,
               DzH(l) + size_t(B) * H4, H4, 0.0f, wscratch_.data(), H4);
@@ -1059,7 +1069,8 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
     const int r0 = int(int64_t(R) * j / nt), r1 = int(int64_t(R) * (j + 1) / nt);
     auto& lg = dense_logits_[j];
     lg.Reserve(size_t(chunk) * V);
-    if (x16 && train) dense_dl16_[j].Reserve(size_t(chunk) * V);
+    const int vp = PadV();
+    if (x16 && train) dense_dl16_[j].Reserve(size_t(chunk) * vp);
     float* dw = nullptr;
     float* db = nullptr;
     if (train) {
@@ -1105,11 +1116,14 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
           for (int v = 0; v < V; ++v) db[v] += xr[v];
         }
         if (x16) {  // dlogits rounded once for both GEMMs
-          uint16_t* dl16 = dense_dl16_[j].data();
-          ToBf16(x, size_t(n) * V, dl16);
-          BgemmSerial(true, false, H, V, n, 1.0f, x16 + size_t(r) * H, H, dl16, V,
+          uint16_t* dl16 = dense_dl16_[j].data();  // [n, PadV], zero-padded
+          for (int i = 0; i < n; ++i) {
+            ToBf16(x + size_t(i) * V, V, dl16 + size_t(i) * vp);
+            std::memset(dl16 + size_t(i) * vp + V, 0, (vp - V) * sizeof(uint16_t));
+          }
+          BgemmSerial(true, false, H, V, n, 1.0f, x16 + size_t(r) * H, H, dl16, vp,
                       first ? 0.0f : 1.0f, dw, V);
-          BgemmSerial(false, false, n, H, V, 1.0f, dl16, V, wdt16_.data(), H, 0.0f,
+          BgemmSerial(false, false, n, H, vp, 1.0f, dl16, vp, wdt16_.data(), H, 0.0f,
                       dxd + size_t(r) * H, H);
         } else {
           Gemm(true, false, H, V, n, 1.0f, xd + size_t(r) * H, H, x, nullptr, V,
