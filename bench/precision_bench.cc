@@ -11,6 +11,10 @@
 //
 //   precision_bench [--vocab 69] [--embedding 256] [--units 256] [--layers 2]
 //                   [--batch 64] [--steps 100] [--iters 6] [--rounds 2]
+//                   [--only 0|1|2|3]  (0: all; else one part: 1 GEMMs, 2 training,
+//                                      3 inference; a part that needs the peaks measures them)
+//                   [--train-precision 0|1|2]  (0: both; 1: fp32 only; 2: bf16 only;
+//                                      for profiling one side: DATASYNTH_CPU_PROFILE)
 #include <omp.h>
 #include <time.h>
 
@@ -164,37 +168,9 @@ int Arg(int argc, char** argv, const char* name, int def) {
   return def;
 }
 
-}  // namespace
 
-int main(int argc, char** argv) {
-  for (int i = 1; i < argc; i += 2) {
-    const std::string a = argv[i];
-    if (i + 1 >= argc || a.rfind("--", 0) != 0) {
-      std::fprintf(stderr,
-                   "usage: precision_bench [--vocab 69] [--embedding 256] [--units 256] "
-                   "[--layers 2] [--batch 64] [--steps 100] [--iters 6] [--rounds 2]\n");
-      return 2;
-    }
-  }
-  omp_set_num_threads(1);
-  ds::NetworkSpec spec;
-  spec.vocab_size = Arg(argc, argv, "--vocab", 69);
-  spec.embedding_dim = Arg(argc, argv, "--embedding", 256);
-  spec.rnn_units = Arg(argc, argv, "--units", 256);
-  spec.num_layers = Arg(argc, argv, "--layers", 2);
-  const int B = Arg(argc, argv, "--batch", 64), T = Arg(argc, argv, "--steps", 100);
-  const int iters = Arg(argc, argv, "--iters", 6), rounds = Arg(argc, argv, "--rounds", 2);
-  const ds::CpuFeatures f = ds::DetectCpuFeatures();
-  std::printf("one thread; CPU avx512_bf16=%d amx_bf16=%d; network V=%d E=%d %d x LSTM %d, B=%d T=%d\n",
-              f.avx512_bf16, f.amx_bf16, spec.vocab_size, spec.embedding_dim, spec.num_layers,
-              spec.rnn_units, B, T);
-  const Precision sides[2] = {Precision::kFp32, Precision::kBf16};
-  const Shape big{"peak", false, 2048, 2048, 2048, 1};
-  double peak[2] = {0, 0};
-  for (int r = 0; r < rounds; ++r)
-    for (int i = 0; i < 2; ++i) peak[i] = std::max(peak[i], GemmRate(big, sides[i], 0.4));
-  std::printf("GEMM peak (2048^3, CPU time): fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s (%.2fx)\n",
-              peak[0], peak[1], peak[1] / peak[0]);
+void GemmTable(const ds::NetworkSpec& spec, int B, int T, const double* peak,
+               const Precision* sides) {
   std::printf("\n%-20s %5s %5s %5s %6s   %8s %6s   %8s %6s\n", "step GEMM", "M", "N", "K", "calls",
               "fp32", "%peak", "bf16", "%peak");
   double flops = 0, sec[2] = {0, 0};
@@ -212,21 +188,33 @@ int main(int argc, char** argv) {
                 ds::PrecisionName(sides[i]), flops / sec[i] * 1e-9,
                 100 * flops / sec[i] * 1e-9 / peak[i], ds::PrecisionName(sides[i]));
   std::printf("\n");
+}
+
+// which: 0 both sides (alternating), 1 fp32 only, 2 bf16 only.
+void TrainTable(const ds::NetworkSpec& spec, int B, int T, int iters, int rounds,
+                const double* peak, const Precision* sides, int which) {
   StepRate best[2] = {};
   for (int r = 0; r < rounds; ++r)
     for (int i = 0; i < 2; ++i) {
+      if (which != 0 && which != i + 1) continue;
       const StepRate x = TrainRate(spec, B, T, iters, sides[i]);
       best[i].wall_tps = std::max(best[i].wall_tps, x.wall_tps);
       best[i].cpu_tps = std::max(best[i].cpu_tps, x.cpu_tps);
     }
   const double fpt = ds::TrainFlopsPerToken(spec);
-  for (int i = 0; i < 2; ++i)
+  for (int i = 0; i < 2; ++i) {
+    if (which != 0 && which != i + 1) continue;
     std::printf("train %s: %8.0f tokens/s wall, %8.0f tokens per CPU-second, %6.1f GFLOP/s "
                 "(CPU time) = %.0f%% of the %s peak\n",
                 ds::PrecisionName(sides[i]), best[i].wall_tps, best[i].cpu_tps,
                 best[i].cpu_tps * fpt * 1e-9, 100 * best[i].cpu_tps * fpt * 1e-9 / peak[i],
                 ds::PrecisionName(sides[i]));
-  std::printf("train bf16 / fp32: %.2fx (CPU time)\n\n", best[1].cpu_tps / best[0].cpu_tps);
+  }
+  if (which == 0)
+    std::printf("train bf16 / fp32: %.2fx (CPU time)\n\n", best[1].cpu_tps / best[0].cpu_tps);
+}
+
+void InferTable(const ds::NetworkSpec& spec, int rounds, const Precision* sides) {
   ds::cpu::Buffer<float> w(ds::ParamLayout::For(spec).total);
   ds::InitParams(spec, "glorot_uniform", 2, w.data());
   for (bool fast : {false, true}) {
@@ -236,5 +224,45 @@ int main(int argc, char** argv) {
     std::printf("infer 64 slots, %s path: fp32 %8.0f tokens per CPU-second, bf16 %8.0f (%.2fx)\n",
                 fast ? "fast " : "plain", t[0], t[1], t[1] / t[0]);
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; i += 2) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc || a.rfind("--", 0) != 0) {
+      std::fprintf(stderr,
+                   "usage: precision_bench [--vocab 69] [--embedding 256] [--units 256] "
+                   "[--layers 2] [--batch 64] [--steps 100] [--iters 6] [--rounds 2] "
+                   "[--only 0|1|2|3] [--train-precision 0|1|2]\n");
+      return 2;
+    }
+  }
+  omp_set_num_threads(1);
+  ds::NetworkSpec spec;
+  spec.vocab_size = Arg(argc, argv, "--vocab", 69);
+  spec.embedding_dim = Arg(argc, argv, "--embedding", 256);
+  spec.rnn_units = Arg(argc, argv, "--units", 256);
+  spec.num_layers = Arg(argc, argv, "--layers", 2);
+  const int B = Arg(argc, argv, "--batch", 64), T = Arg(argc, argv, "--steps", 100);
+  const int iters = Arg(argc, argv, "--iters", 6), rounds = Arg(argc, argv, "--rounds", 2);
+  const int only = Arg(argc, argv, "--only", 0), which = Arg(argc, argv, "--train-precision", 0);
+  const ds::CpuFeatures f = ds::DetectCpuFeatures();
+  std::printf("one thread; CPU avx512_bf16=%d amx_bf16=%d; network V=%d E=%d %d x LSTM %d, B=%d T=%d\n",
+              f.avx512_bf16, f.amx_bf16, spec.vocab_size, spec.embedding_dim, spec.num_layers,
+              spec.rnn_units, B, T);
+  const Precision sides[2] = {Precision::kFp32, Precision::kBf16};
+  double peak[2] = {0, 0};
+  if (only != 3) {
+    const Shape big{"peak", false, 2048, 2048, 2048, 1};
+    for (int r = 0; r < rounds; ++r)
+      for (int i = 0; i < 2; ++i) peak[i] = std::max(peak[i], GemmRate(big, sides[i], 0.4));
+    std::printf("GEMM peak (2048^3, CPU time): fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s (%.2fx)\n",
+                peak[0], peak[1], peak[1] / peak[0]);
+  }
+  if (only == 0 || only == 1) GemmTable(spec, B, T, peak, sides);
+  if (only == 0 || only == 2) TrainTable(spec, B, T, iters, rounds, peak, sides, which);
+  if (only == 0 || only == 3) InferTable(spec, rounds, sides);
   return 0;
 }

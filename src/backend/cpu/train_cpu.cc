@@ -97,7 +97,8 @@ class Profile {
 int UnitBlock(int h) { return h % 16 == 0 ? 16 : h; }
 
 // dst [cols, rows] = src [rows, cols]^T, in 16 x 16 tiles.
-void Transpose(const float* src, int rows, int cols, float* dst) {
+template <typename T>
+void Transpose(const T* src, int rows, int cols, T* dst) {
   for (int r0 = 0; r0 < rows; r0 += 16)
     for (int c0 = 0; c0 < cols; c0 += 16)
       for (int r = r0; r < std::min(rows, r0 + 16); ++r)
@@ -105,16 +106,24 @@ void Transpose(const float* src, int rows, int cols, float* dst) {
           dst[size_t(c) * rows + r] = src[size_t(r) * cols + c];
 }
 
-// dst = src rounded to bf16, split across `threads` threads.
-void RoundParallel(const float* src, size_t n, uint16_t* dst, int threads) {
-  const size_t chunk = 1 << 14;
-  const int64_t chunks = int64_t((n + chunk - 1) / chunk);
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const size_t i = size_t(c) * chunk;
-    ToBf16(src + i, std::min(chunk, n - i), dst + i);
+// dst = bf16(src * keep * keep_scale), through a stack buffer.
+void DropoutToBf16(const float* src, const uint8_t* keep, float keep_scale, size_t n,
+                   uint16_t* dst) {
+  float tmp[256];
+  for (size_t i = 0; i < n; i += 256) {
+    const size_t m = std::min<size_t>(256, n - i);
+#pragma omp simd
+    for (size_t k = 0; k < m; ++k) tmp[k] = src[i + k] * (float(keep[i + k]) * keep_scale);
+    ToBf16(tmp, m, dst + i);
   }
 }
+
+// The AVX-512 bf16 cells of vmath.h (LstmBackCell16Bf16) are compiled in.
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+constexpr bool kVectorBf16Cells = true;
+#else
+constexpr bool kVectorBf16Cells = false;
+#endif
 
 // One barrier per timestep of the recurrence: the yielding SpinBarrier when the
 // team has the planned size, else (OpenMP gave fewer threads) an OpenMP one.
@@ -192,14 +201,20 @@ class TrainImpl final : public CpuTrainBackend {
         wxpt16_.emplace_back(size_t(in) * GH);
         whp16_.emplace_back(size_t(H) * GH);
         whpt16_.emplace_back(size_t(H) * GH);
-        x16_.emplace_back(R * in);
-        h16_.emplace_back(R * H);
+        x16_.emplace_back(l == 0 || spec.dropout_rate > 0 ? R * in : 0);
+        // max_batch zero rows first: h_{-1} for the d Wh GEMM over all R rows.
+        h16_.emplace_back((R + max_batch) * H);
+        std::memset(h16_.back().data(), 0, size_t(max_batch) * H * sizeof(uint16_t));
       }
+      x16_.emplace_back(spec.dropout_rate > 0 ? R * H : 0);  // the dense input
       wd16_.Resize(size_t(V) * H);
-      wdt16_.Resize(size_t(V) * H);
+      wdt16_.Resize(size_t(PadV()) * H);  // rows V..PadV() stay zero
+      wdt16_.Zero();
       dz16_.Resize(R * GH);
       if (gru_) dzh16_.Resize(R * GH);
+      zs_.Resize(size_t(max_batch) * GH);
       pack_fwd_.resize(L);
+      pack_fwdx_.resize(L);
       pack_bwd_.resize(L);
     }
   }
@@ -285,8 +300,21 @@ class TrainImpl final : public CpuTrainBackend {
     if (l == 0) return x0_.data();
     return dropout_on_ ? xd_[l - 1].data() : h_[l - 1].data();
   }
+  // bf16: LayerInput(l) rounded (l = L: the dense input), written where it
+  // is produced (the embedding lookup, the dropout pass, the cells' h16_).
+  const uint16_t* X16(int l) const {
+    if (l == 0 || dropout_on_) return x16_[l].data();
+    return H16(l - 1);
+  }
+  // bf16: [R, H] h_t of layer l rounded, preceded by max_b_ zero rows.
+  uint16_t* H16(int l) { return h16_[l].data() + size_t(max_b_) * spec_.rnn_units; }
+  const uint16_t* H16(int l) const { return h16_[l].data() + size_t(max_b_) * spec_.rnn_units; }
+  // The vocabulary padded to 16: the K of the bf16 dense dX GEMM (oneDNN's
+  // bf16 kernels run an odd K such as 69 several times slower).
+  int PadV() const { return (spec_.vocab_size + 15) & ~15; }
   void Forward(const Batch& batch, uint64_t seed);
   void RecurrenceForward(int l);
+  void StreamCells(int l, int t, int k0, int k1);
   void RecurrenceBackward(int l, const float* dh_above, bool accumulate_bias);
   void GruForward(int l);
   void GruBackward(int l, const float* dh_above, bool accumulate_bias);
@@ -319,6 +347,9 @@ class TrainImpl final : public CpuTrainBackend {
   // Per-step state, set by Step.
   int B_ = 0, T_ = 0, R_ = 0, nt_ = 1;
   bool dropout_on_ = false;
+  // bf16 without the clip path: the fp32 copies of the dropped-out layer
+  // inputs and tanh(c) are not stored (only the clip path and fp32 read them).
+  bool lean_ = false;
   bool perm_dirty_ = true;
   const bool split_big_gemms_ = [] {
     const char* e = std::getenv("DATASYNTH_CPU_GEMM_SPLIT");
@@ -359,11 +390,12 @@ class TrainImpl final : public CpuTrainBackend {
   // and dz_t by the cells of the recurrence (one step's rows are also the
   // left operand of the next step's recurrent GEMM).
   std::vector<Buffer<uint16_t>> wxp16_, wxpt16_, whp16_, whpt16_;  // per layer, as wxp_ ...
-  Buffer<uint16_t> wd16_, wdt16_;                 // [H, V] Wd, [V, H] wdt_
-  std::vector<Buffer<uint16_t>> x16_;             // per layer [R, In] LayerInput(l)
-  std::vector<Buffer<uint16_t>> h16_;             // per layer [R, H] h_t
+  Buffer<uint16_t> wd16_, wdt16_;                 // [H, V] Wd, [PadV, H] wdt_ (zero rows)
+  std::vector<Buffer<uint16_t>> x16_;             // [L + 1] [R, In] LayerInput(l) (X16)
+  std::vector<Buffer<uint16_t>> h16_;             // per layer [maxB + R, H] 0, h_t (H16)
   Buffer<uint16_t> dz16_;                         // [R, GH] dz of the layer in backward
   Buffer<uint16_t> dzh16_;                        // [R, GH] dzh (gru only)
+  Buffer<float> zs_;                              // [maxB, GH] z_t of the lstm's step
   // bf16: each recurrence thread's slice of Wh (forward) and Wh^T (backward)
   // per layer, packed by oneDNN once per weights version and reused by the T
   // per-step GEMMs.
@@ -373,6 +405,7 @@ class TrainImpl final : public CpuTrainBackend {
     int col = -1;
   };
   std::vector<std::vector<PackedSlice>> pack_fwd_, pack_bwd_;  // [layer][thread]
+  std::vector<std::vector<PackedSlice>> pack_fwdx_;            // Wx slices (lstm)
   uint64_t weights_version_ = 0;  // bumped by RefreshPermuted
   // The packed slice of thread j (packing it first when stale).
   PackedBgemm& Packed(std::vector<PackedSlice>& v, int j, int m, int n, int k, int lda, int ldc,
@@ -390,6 +423,7 @@ class TrainImpl final : public CpuTrainBackend {
   std::vector<Buffer<float>> dense_logits_;  // per thread [rows_chunk, V]
   std::vector<Buffer<float>> dense_dw_;      // per thread [H, V] (thread 0: grads)
   std::vector<Buffer<float>> dense_db_;      // per thread [V]
+  std::vector<Buffer<uint16_t>> dense_dl16_;  // per thread [rows_chunk, V] dlogits (bf16)
   std::vector<Buffer<float>> gram_;          // per thread [3, T, T] Gram scratch
   Profile prof_;
 };
@@ -425,27 +459,30 @@ void TrainImpl::RefreshPermuted() {
           std::memcpy(dst + size_t(r) * GH + (k * G + g) * ub,
                       src + size_t(r) * GH + g * H + k * ub, ub * sizeof(float));
   };
+  // bf16: the transposed copies only as bf16, transposed after rounding (the
+  // same values: rounding commutes with transposing); their fp32 forms are
+  // read only by the fp32 GEMMs.
   for (int l = 0; l < spec_.num_layers; ++l) {
     const auto& L = lay_[l];
     permute(params_.data() + L.wx, L.in, wxp_[l].data());
     permute(params_.data() + L.wh, H, whp_[l].data());
     permute(params_.data() + L.b, gru_ ? 2 : 1, bp_[l].data());
-    Transpose(wxp_[l].data(), L.in, GH, wxpt_[l].data());
-    Transpose(whp_[l].data(), H, GH, whpt_[l].data());
-  }
-  Transpose(params_.data() + off_dw_, H, spec_.vocab_size, wdt_.data());
-  if (bf16_) {
-    const size_t hv = size_t(H) * spec_.vocab_size;
-    for (int l = 0; l < spec_.num_layers; ++l) {
-      const size_t nx = size_t(lay_[l].in) * GH;
-      ToBf16(wxp_[l].data(), nx, wxp16_[l].data());
-      ToBf16(wxpt_[l].data(), nx, wxpt16_[l].data());
+    if (bf16_) {
+      ToBf16(wxp_[l].data(), size_t(L.in) * GH, wxp16_[l].data());
       ToBf16(whp_[l].data(), size_t(H) * GH, whp16_[l].data());
-      ToBf16(whpt_[l].data(), size_t(H) * GH, whpt16_[l].data());
+      Transpose(wxp16_[l].data(), L.in, GH, wxpt16_[l].data());
+      Transpose(whp16_[l].data(), H, GH, whpt16_[l].data());
+    } else {
+      Transpose(wxp_[l].data(), L.in, GH, wxpt_[l].data());
+      Transpose(whp_[l].data(), H, GH, whpt_[l].data());
     }
-    ToBf16(params_.data() + off_dw_, hv, wd16_.data());
-    ToBf16(wdt_.data(), hv, wdt16_.data());
+  }
+  if (bf16_) {
+    ToBf16(params_.data() + off_dw_, size_t(H) * spec_.vocab_size, wd16_.data());
+    Transpose(wd16_.data(), H, spec_.vocab_size, wdt16_.data());
     ++weights_version_;
+  } else {
+    Transpose(params_.data() + off_dw_, H, spec_.vocab_size, wdt_.data());
   }
   perm_dirty_ = false;
 }
@@ -479,14 +516,16 @@ void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
         std::memcpy(dst, src, E * sizeof(float));
       }
     }
+    if (bf16_) ToBf16(x0_.data() + size_t(t) * B * E, size_t(B) * E, x16_[0].data() + size_t(t) * B * E);
   }
   prof_.Mark(kEmbed);
   for (int l = 0; l < spec_.num_layers; ++l) {
     const int in = lay_[l].in, GH = G_ * H;
     if (bf16_) {
-      RoundParallel(LayerInput(l), size_t(R_) * in, x16_[l].data(), nt_);
-      BgemmSplit(nt_, 'm', false, false, R_, GH, in, 1.0f, x16_[l].data(), in, wxp16_[l].data(),
-                 GH, 0.0f, gates_[l].data(), GH);
+      // The lstm's recurrence computes x_t Wx per step itself.
+      if (gru_)
+        BgemmSplit(nt_, 'm', false, false, R_, GH, in, 1.0f, X16(l), in, wxp16_[l].data(), GH,
+                   0.0f, gates_[l].data(), GH);
     } else {
       BigGemm('m', false, false, R_, GH, in, 1.0f, LayerInput(l), in, wxp_[l].data(), GH, 0.0f,
               gates_[l].data(), GH);
@@ -505,9 +544,14 @@ void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
         uint8_t* m = mask_[l + 1].data() + off;
         DrawKeepMask(seed, l + 1, t, spec_.dropout_rate, m, n);
         const float* src = h_[l].data() + off;
+        if (lean_) {
+          DropoutToBf16(src, m, keep_scale, n, x16_[l + 1].data() + off);
+          continue;
+        }
         float* dst = xd_[l].data() + off;
 #pragma omp simd
         for (size_t i = 0; i < n; ++i) dst[i] = src[i] * (float(m[i]) * keep_scale);
+        if (bf16_) ToBf16(dst, n, x16_[l + 1].data() + off);
       }
       prof_.Mark(kDropout);
     }
@@ -525,8 +569,17 @@ void TrainImpl::RecurrenceForward(int l) {
   const float* bp = bp_[l].data();
   const float* zeros = zeros_.data();
   const uint16_t* whp16 = bf16_ ? whp16_[l].data() : nullptr;
-  uint16_t* h16 = bf16_ ? h16_[l].data() : nullptr;  // [R, H]
+  uint16_t* h16 = bf16_ ? H16(l) : nullptr;  // [R, H]
+  // bf16: z_t = x_t Wx (+ h_{t-1} Wh) per step, while z_t is in cache (x16_
+  // rounded by Forward), instead of one GEMM over all steps before.
+  const int in = lay_[l].in;
+  const uint16_t* x16 = bf16_ ? X16(l) : nullptr;  // [R, in]
+  const uint16_t* wxp16 = bf16_ ? wxp16_[l].data() : nullptr;
   if (bf16_) pack_fwd_[l].resize(std::max<size_t>(pack_fwd_[l].size(), ntr));
+  if (bf16_) pack_fwdx_[l].resize(std::max<size_t>(pack_fwdx_[l].size(), ntr));
+  // bf16 with the vector cells: the GEMMs write z_t to the cache-resident
+  // scratch zs_ and the cells stream the activations out (StreamCells).
+  const bool stream = bf16_ && ub == 16 && kVectorBf16Cells;
   SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
   {
@@ -536,15 +589,25 @@ void TrainImpl::RecurrenceForward(int l) {
     PackedBgemm* pg = whp16 && nc > 0 && T > 1
                           ? &Packed(pack_fwd_[l], j, B, nc, H, H, H4, 1.0f, whp16, H4, c0)
                           : nullptr;
+    PackedBgemm* px = x16 && nc > 0
+                          ? &Packed(pack_fwdx_[l], j, B, nc, in, in, H4, 0.0f, wxp16, H4, c0)
+                          : nullptr;
     for (int t = 0; t < T; ++t) {
       float* z = gates + size_t(t) * B * H4;  // [B, 4H]
+      float* zg = stream ? zs_.data() : z;     // where the GEMMs write z_t
+      if (px) px->Run(x16 + size_t(t) * B * in, zg + c0);
       if (t > 0 && nc > 0) {
         if (whp16) {
-          pg->Run(h16 + size_t(t - 1) * B * H, z + c0);
+          pg->Run(h16 + size_t(t - 1) * B * H, zg + c0);
         } else {
           SgemmSerial(false, false, B, nc, H, 1.0f, hbuf + size_t(t - 1) * B * H, H, whp + c0, H4,
                       1.0f, z + c0, H4);
         }
+      }
+      if (stream) {
+        StreamCells(l, t, k0, k1);
+        StepBarrier(barrier, nj, ntr);
+        continue;
       }
       for (int b = 0; b < B; ++b) {
         const size_t row = size_t(t) * B + b;
@@ -563,6 +626,34 @@ void TrainImpl::RecurrenceForward(int l) {
       StepBarrier(barrier, nj, ntr);
     }
   }
+}
+
+// The cells of step t, unit blocks k0..k1 (16 units each), from z_t in zs_
+// (x_t Wx + h_{t-1} Wh) to gates_, c_, tc_, h_ and h16_ (LstmCell16Stream).
+void TrainImpl::StreamCells(int l, int t, int k0, int k1) {
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+  const int B = B_, H = spec_.rnn_units, H4 = 4 * H;
+  const float* bp = bp_[l].data();
+  for (int b = 0; b < B; ++b) {
+    const size_t row = size_t(t) * B + b;
+    const float* zr = zs_.data() + size_t(b) * H4;
+    float* gr = gates_[l].data() + row * H4;
+    float* cr = c_[l].data() + row * H;
+    const float* cp = t > 0 ? cr - size_t(B) * H : zeros_.data();
+    float* tcr = lean_ ? nullptr : tc_[l].data() + row * H;  // lean_: recomputed
+    float* hr = h_[l].data() + row * H;
+    uint16_t* h16 = H16(l) + row * H;
+    for (int k = k0; k < k1; ++k) {
+      const int g = k * 64, u = k * 16;
+      LstmCell16Stream(zr + g, bp + g, t > 0 ? cp + u : cp, gr + g, cr + u, tcr ? tcr + u : nullptr,
+                       hr + u, h16 + u);
+    }
+  }
+  _mm_sfence();
+#else
+  (void)l, (void)t, (void)k0, (void)k1;
+  DS_CHECK(false);  // only called with the vector cells compiled in
+#endif
 }
 
 // dh_above: [R, H] dL/d(dropout(h_l)) (pre-mask) from the layer above / dense.
@@ -585,6 +676,9 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
   float* db = bscratch_.data();
   const float* zeros = zeros_.data();
   const uint8_t* ones = ones_.data();
+  // bf16 without the clip path: dz only as bf16 (all its readers take that),
+  // from the vector cell, the bias gradient summed from its registers.
+  [[maybe_unused]] const bool bf16_only = lean_ && ub == 16 && kVectorBf16Cells;
   SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
   {
@@ -625,6 +719,13 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
           float* dhr = dhrec + size_t(b) * H + uo;
           float* dcr = dcn + size_t(b) * H + uo;
           float* dbr = db + k * 4 * ub;
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+          if (bf16_only) {
+            LstmBackCell16Bf16(gr, cp, lean_ ? nullptr : tcr, cr, dha, mr, keep_scale, dhr, dcr,
+                               dz16 + row * H4 + k * 4 * ub, dbr);
+            continue;
+          }
+#endif
 #pragma omp simd
           for (int u = 0; u < ub; ++u) {
             float m = float(mr[u]) * keep_scale;
@@ -672,7 +773,7 @@ void TrainImpl::GruForward(int l) {
   const float* bh = bx + H3;
   const float* zeros = zeros_.data();
   const uint16_t* whp16 = bf16_ ? whp16_[l].data() : nullptr;
-  uint16_t* h16 = bf16_ ? h16_[l].data() : nullptr;  // [R, H]
+  uint16_t* h16 = bf16_ ? H16(l) : nullptr;  // [R, H]
   if (bf16_) pack_fwd_[l].resize(std::max<size_t>(pack_fwd_[l].size(), ntr));
   SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
@@ -828,8 +929,9 @@ void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum, bool rounded) {
   const uint16_t* dzh16 = gru_ ? dzh16_.data() : dz16_.data();
   if (T > 1) {
     if (rounded) {
-      BgemmSplit(nt_, 'n', true, false, H, H4, (T - 1) * B, 1.0f, h16_[l].data(), H,
-                 dzh16 + size_t(B) * H4, H4, 0.0f, wscratch_.data(), H4);
+      // Over all R rows, h_{-1} = 0 (K = R: measured faster than (T - 1) B).
+      BgemmSplit(nt_, 'n', true, false, H, H4, R_, 1.0f, H16(l) - size_t(B) * H, H, dzh16, H4,
+                 0.0f, wscratch_.data(), H4);
     } else {
       BigGemm('n', true, false, H, H4, (T - 1) * B, 1.0f, h_[l].data(), H,
               DzH(l) + size_t(B) * H4, H4, 0.0f, wscratch_.data(), H4);
@@ -839,7 +941,7 @@ void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum, bool rounded) {
     std::memset(g + Ly.wh, 0, size_t(H) * H4 * sizeof(float));
   }
   if (rounded) {
-    BgemmSplit(nt_, 'n', true, false, Ly.in, H4, R_, 1.0f, x16_[l].data(), Ly.in, dz16_.data(),
+    BgemmSplit(nt_, 'n', true, false, Ly.in, H4, R_, 1.0f, X16(l), Ly.in, dz16_.data(),
                H4, 0.0f, wscratch_.data(), H4);
   } else {
     BigGemm('n', true, false, Ly.in, H4, R_, 1.0f, LayerInput(l), Ly.in, dz_[l].data(), H4, 0.0f,
@@ -956,6 +1058,9 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
   dense_logits_.resize(std::max<size_t>(dense_logits_.size(), nt));
   dense_dw_.resize(std::max<size_t>(dense_dw_.size(), nt));
   dense_db_.resize(std::max<size_t>(dense_db_.size(), nt));
+  dense_dl16_.resize(std::max<size_t>(dense_dl16_.size(), nt));
+  // bf16: the input already rounded (X16); fp32: null.
+  const uint16_t* x16 = bf16_ ? X16(spec_.num_layers) : nullptr;
   std::vector<StepStats> part(nt);
   const float inv_count = count > 0 ? float(1.0 / count) : 0.0f;
 #pragma omp parallel num_threads(nt)
@@ -964,6 +1069,8 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
     const int r0 = int(int64_t(R) * j / nt), r1 = int(int64_t(R) * (j + 1) / nt);
     auto& lg = dense_logits_[j];
     lg.Reserve(size_t(chunk) * V);
+    const int vp = PadV();
+    if (x16 && train) dense_dl16_[j].Reserve(size_t(chunk) * vp);
     float* dw = nullptr;
     float* db = nullptr;
     if (train) {
@@ -982,7 +1089,12 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
     for (int r = r0; r < r1; r += chunk) {
       const int n = std::min(chunk, r1 - r);
       float* x = lg.data();  // [n, V]
-      Gemm(false, false, n, V, H, 1.0f, xd + size_t(r) * H, H, wd, wd16_.data(), V, 0.0f, x, V);
+      if (x16) {
+        BgemmSerial(false, false, n, V, H, 1.0f, x16 + size_t(r) * H, H, wd16_.data(), V, 0.0f, x,
+                    V);
+      } else {
+        Gemm(false, false, n, V, H, 1.0f, xd + size_t(r) * H, H, wd, wd16_.data(), V, 0.0f, x, V);
+      }
       for (int i = 0; i < n; ++i) {
         const int row = r + i, t = row / B, b = row % B;
         const float w = W(batch, b, t);
@@ -998,15 +1110,27 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
         st.count += w;
       }
       if (train) {
-        Gemm(true, false, H, V, n, 1.0f, xd + size_t(r) * H, H, x, nullptr, V, first ? 0.0f : 1.0f,
-             dw, V);
         for (int i = 0; i < n; ++i) {
           const float* xr = x + size_t(i) * V;
 #pragma omp simd
           for (int v = 0; v < V; ++v) db[v] += xr[v];
         }
-        Gemm(false, false, n, H, V, 1.0f, x, V, wdt_.data(), wdt16_.data(), H, 0.0f,
-             dxd + size_t(r) * H, H);
+        if (x16) {  // dlogits rounded once for both GEMMs
+          uint16_t* dl16 = dense_dl16_[j].data();  // [n, PadV], zero-padded
+          for (int i = 0; i < n; ++i) {
+            ToBf16(x + size_t(i) * V, V, dl16 + size_t(i) * vp);
+            std::memset(dl16 + size_t(i) * vp + V, 0, (vp - V) * sizeof(uint16_t));
+          }
+          BgemmSerial(true, false, H, V, n, 1.0f, x16 + size_t(r) * H, H, dl16, vp,
+                      first ? 0.0f : 1.0f, dw, V);
+          BgemmSerial(false, false, n, H, vp, 1.0f, dl16, vp, wdt16_.data(), H, 0.0f,
+                      dxd + size_t(r) * H, H);
+        } else {
+          Gemm(true, false, H, V, n, 1.0f, xd + size_t(r) * H, H, x, nullptr, V,
+               first ? 0.0f : 1.0f, dw, V);
+          Gemm(false, false, n, H, V, 1.0f, x, V, wdt_.data(), wdt16_.data(), H, 0.0f,
+               dxd + size_t(r) * H, H);
+        }
         first = false;
       }
     }
@@ -1232,6 +1356,7 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
   R_ = B_ * T_;
   nt_ = Threads();
   dropout_on_ = train && spec_.dropout_rate > 0;
+  lean_ = bf16_ && clip == nullptr;
   prof_.Start();
   if (train) prof_.CountStep();
   RefreshPermuted();
@@ -1332,6 +1457,7 @@ void TrainImpl::ForwardLogits(const Batch& batch, float* logits) {
   R_ = B_ * T_;
   nt_ = Threads();
   dropout_on_ = false;
+  lean_ = bf16_;
   RefreshPermuted();
   Forward(batch, 0);
   DenseStage(batch, false, 0, nullptr, logits);

@@ -137,6 +137,77 @@ inline void LstmCell(int n, float* zi, float* zf, float* zg, float* zo, const fl
   LstmCellPortable(n, zi, zf, zg, zo, bi, bf, bg, bo, cp, c, tc, h);
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+// 16 floats rounded to bf16 (to nearest even, as ToBf16) and stored.
+inline void StoreBf16x16(uint16_t* dst, __m512 v) {
+  __m256bh h = _mm512_cvtneps_pbh(v);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), reinterpret_cast<__m256i&>(h));
+}
+
+// LSTM forward cell on one block of 16 units for bf16 training, reading the
+// pre-activations [i f g o] x 16 from z (a cache-resident scratch row) and
+// writing the activated gates to `gates`, tanh(c) to tc and h to h with
+// non-temporal stores (they are read again only after the whole sequence,
+// so they bypass the cache and cost no read-for-ownership), c (read by the
+// next step) and h in bf16 (the next step's GEMM operand) normally; tc may be
+// null (not stored: LstmBackCell16Bf16 recomputes it from c). The
+// math is LstmCell's, bit for bit. gates, tc and h must be 64-byte aligned;
+// the caller fences (_mm_sfence) before other threads read them.
+inline void LstmCell16Stream(const float* z, const float* b, const float* cp, float* gates,
+                             float* c, float* tc, float* h, uint16_t* h16) {
+  const __m512 i = Sigmoid16(_mm512_add_ps(_mm512_loadu_ps(z), _mm512_loadu_ps(b)));
+  const __m512 f = Sigmoid16(_mm512_add_ps(_mm512_loadu_ps(z + 16), _mm512_loadu_ps(b + 16)));
+  const __m512 g = Tanh16(_mm512_add_ps(_mm512_loadu_ps(z + 32), _mm512_loadu_ps(b + 32)));
+  const __m512 o = Sigmoid16(_mm512_add_ps(_mm512_loadu_ps(z + 48), _mm512_loadu_ps(b + 48)));
+  const __m512 cn = _mm512_fmadd_ps(f, _mm512_loadu_ps(cp), _mm512_mul_ps(i, g));
+  const __m512 t = Tanh16(cn);
+  const __m512 hv = _mm512_mul_ps(o, t);
+  _mm512_stream_ps(gates, i);
+  _mm512_stream_ps(gates + 16, f);
+  _mm512_stream_ps(gates + 32, g);
+  _mm512_stream_ps(gates + 48, o);
+  _mm512_storeu_ps(c, cn);
+  if (tc) _mm512_stream_ps(tc, t);
+  _mm512_stream_ps(h, hv);
+  StoreBf16x16(h16, hv);
+}
+
+// LSTM backward cell on 16 units for bf16 training, the formulas of the
+// portable loop in train_cpu.cc: gr = activated [i f g o] x 16, cp = c_{t-1},
+// tc = tanh(c_t) (null: recomputed from ct = c_t as the forward cell did, the
+// same bits), dha = dL/d(dropout(h_t)) before the mask m (keep flags x
+// keep_scale), dhr = the recurrent dh; dc carries dL/dc from t+1 in and to t-1
+// out. Writes dz = [dzi dzf dzg dzo] only as bf16 (dz16) and adds it to db.
+inline void LstmBackCell16Bf16(const float* gr, const float* cp, const float* tc, const float* ct,
+                               const float* dha, const uint8_t* mr, float keep_scale,
+                               const float* dhr, float* dc, uint16_t* dz16, float* db) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 m = _mm512_mul_ps(
+      _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mr)))),
+      _mm512_set1_ps(keep_scale));
+  const __m512 dh = _mm512_fmadd_ps(_mm512_loadu_ps(dha), m, _mm512_loadu_ps(dhr));
+  const __m512 i = _mm512_loadu_ps(gr), f = _mm512_loadu_ps(gr + 16);
+  const __m512 g = _mm512_loadu_ps(gr + 32), o = _mm512_loadu_ps(gr + 48);
+  const __m512 t = tc ? _mm512_loadu_ps(tc) : Tanh16(_mm512_loadu_ps(ct));
+  const __m512 c = _mm512_fmadd_ps(_mm512_mul_ps(dh, o), _mm512_fnmadd_ps(t, t, one),
+                                   _mm512_loadu_ps(dc));
+  const __m512 dzi = _mm512_mul_ps(_mm512_mul_ps(c, g), _mm512_mul_ps(i, _mm512_sub_ps(one, i)));
+  const __m512 dzf = _mm512_mul_ps(_mm512_mul_ps(c, _mm512_loadu_ps(cp)),
+                                   _mm512_mul_ps(f, _mm512_sub_ps(one, f)));
+  const __m512 dzg = _mm512_mul_ps(_mm512_mul_ps(c, i), _mm512_fnmadd_ps(g, g, one));
+  const __m512 dzo = _mm512_mul_ps(_mm512_mul_ps(dh, t), _mm512_mul_ps(o, _mm512_sub_ps(one, o)));
+  _mm512_storeu_ps(dc, _mm512_mul_ps(c, f));
+  StoreBf16x16(dz16, dzi);
+  StoreBf16x16(dz16 + 16, dzf);
+  StoreBf16x16(dz16 + 32, dzg);
+  StoreBf16x16(dz16 + 48, dzo);
+  _mm512_storeu_ps(db, _mm512_add_ps(_mm512_loadu_ps(db), dzi));
+  _mm512_storeu_ps(db + 16, _mm512_add_ps(_mm512_loadu_ps(db + 16), dzf));
+  _mm512_storeu_ps(db + 32, _mm512_add_ps(_mm512_loadu_ps(db + 32), dzg));
+  _mm512_storeu_ps(db + 48, _mm512_add_ps(_mm512_loadu_ps(db + 48), dzo));
+}
+#endif
+
 // GRU forward cell (Keras, reset_after) on `n` units. a = x Wx (no bias) in
 // blocks az, ar, an; u = h_prev Wh (no bias) in uz, ur, un (all zeros at t = 0);
 // bx / bh the input / recurrent biases per gate; hp = h_prev. Writes the
