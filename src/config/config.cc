@@ -115,7 +115,7 @@ std::vector<Config::Key> MakeKeys() {
   Choices(DS_KEY(optimizer, T::kString, G::kTraining, "optimizer"), {"rmsprop", "adam"});
   Choices(DS_KEY(lr_schedule, T::kString, G::kTraining,
                  "learning rate schedule: constant, or plateau (reduce when the early-stopping "
-                 "metric stops improving)"),
+                 "metric stops improving; the field tokenizer's default)"),
           {"constant", "plateau"});
   Ints(DS_KEY(lr_plateau_patience, T::kInt, G::kTraining,
               "plateau: epochs without improvement before the learning rate is reduced"), 0, 1000000);
