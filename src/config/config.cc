@@ -113,6 +113,16 @@ std::vector<Config::Key> MakeKeys() {
                  "where the CPU has AVX512_BF16 or AMX / on CUDA)"),
           {"fp32", "bf16", "auto"});
   Choices(DS_KEY(optimizer, T::kString, G::kTraining, "optimizer"), {"rmsprop", "adam"});
+  Choices(DS_KEY(lr_schedule, T::kString, G::kTraining,
+                 "learning rate schedule: constant, or plateau (reduce when the early-stopping "
+                 "metric stops improving; the field tokenizer's default)"),
+          {"constant", "plateau"});
+  Ints(DS_KEY(lr_plateau_patience, T::kInt, G::kTraining,
+              "plateau: epochs without improvement before the learning rate is reduced"), 0, 1000000);
+  Reals(DS_KEY(lr_plateau_factor, T::kDouble, G::kTraining,
+               "plateau: factor applied to the learning rate at each reduction"), 0.01, 0.99);
+  Reals(DS_KEY(lr_min_ratio, T::kDouble, G::kTraining,
+               "plateau: lowest learning rate, as a fraction of learning_rate"), 0, 1);
   Ints(DS_KEY(seed, T::kInt64, G::kTraining,
               "random seed (0 = pick one; recorded in model_params.json)"), 0, kInt64Max);
   Ints(DS_KEY(threads, T::kInt, G::kTraining, "compute threads (0 = all cores)"), 0, 4096);

@@ -44,6 +44,10 @@ struct Config {
   std::string architecture = "lstm";      // lstm | gru (model/network.h)
   std::string precision = "fp32";         // fp32 | bf16 | auto (backend/precision.h)
   std::string optimizer = "rmsprop";      // rmsprop | adam
+  std::string lr_schedule = "constant";   // constant | plateau (train/lr_schedule.h)
+  int lr_plateau_patience = 2;            // epochs without improvement before a reduction
+  double lr_plateau_factor = 0.5;         // lr *= factor at each reduction
+  double lr_min_ratio = 0.1;              // never below lr_min_ratio * learning_rate
   int64_t seed = 0;                       // 0 = random seed (recorded in model_params.json)
   int threads = 0;                        // 0 = all cores
   std::string device = "auto";            // auto | cpu | cuda

@@ -51,6 +51,7 @@ struct EpochResult {
   double loss = 0, accuracy = 0;
   double val_loss = 0, val_accuracy = 0;  // NaN without validation
   double epsilon = 0, delta = 0;          // dp only
+  double learning_rate = 0;               // the rate of the epoch's steps (lr_schedule)
   bool best = false;
   double seconds = 0;
   double tokens_per_s = 0;

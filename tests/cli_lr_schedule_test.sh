@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The learning-rate schedule (src/train/lr_schedule.h, docs/training.md
+# "Learning rate"): the field tokenizer's optimizer defaults (Adam 0.003
+# reduced on plateau) apply only to keys not given and are recorded in
+# model_params.json; char keeps the reference's constant RMSprop 0.01; the
+# plateau rates follow the closed form; --resume continues the schedule (the
+# same rates and weights as an uninterrupted run).
+set -uo pipefail
+source "$(dirname "$0")/lib.sh"
+head -n 201 "$ROOT/examples/telco_churn_2k.csv" > "$TMP/t.csv"
+ARGS=(--input "$TMP/t.csv" --field-delimiter , --batch-size 16 --rnn-units 16 --embedding-dim 8
+      --seed 3 --threads 1)
+param() {  # param DIR KEY: a value of model_params.json (top level, else the datasynth block)
+  python3 -c "import json,sys; p=json.load(open(sys.argv[1]+'/model_params.json'))
+print(p[sys.argv[2]] if sys.argv[2] in p else p['datasynth'][sys.argv[2]])" "$1" "$2"
+}
+rates() {  # the learning rate of each epoch (checkpoint.json's history)
+  python3 -c "import json,sys; h=json.load(open(sys.argv[1]+'/checkpoint.json'))['history']
+print(' '.join('%.6g' % e['learning_rate'] for e in h))" "$1"
+}
+
+# 1. Defaults: field -> adam 0.003 plateau; a given optimizer keeps its rate; char -> reference.
+"$DS" train "${ARGS[@]}" --epochs 2 -m "$TMP/f" >"$TMP/f.log" 2>&1 || fail "train: $(tail -3 "$TMP/f.log")"
+[ "$(param "$TMP/f" optimizer) $(param "$TMP/f" learning_rate) $(param "$TMP/f" lr_schedule)" = \
+  "adam 0.003 plateau" ] && pass "field defaults: adam 0.003, plateau, in model_params.json" ||
+  fail "field defaults: $(param "$TMP/f" optimizer) $(param "$TMP/f" learning_rate) $(param "$TMP/f" lr_schedule)"
+grep -q "optimizer adam, learning_rate 0.003, lr_schedule plateau" "$TMP/f.log" &&
+  pass "train names the optimizer defaults it chose" || fail "no defaults line: $(grep defaults "$TMP/f.log")"
+"$DS" train "${ARGS[@]}" --epochs 2 --optimizer rmsprop -m "$TMP/r" >"$TMP/r.log" 2>&1 || fail "train rmsprop"
+[ "$(param "$TMP/r" optimizer) $(param "$TMP/r" learning_rate)" = "rmsprop 0.01" ] &&
+  pass "--optimizer rmsprop keeps its default rate 0.01" || fail "rmsprop: $(param "$TMP/r" learning_rate)"
+"$DS" train "${ARGS[@]}" --epochs 1 --tokenizer char -m "$TMP/c" >"$TMP/c.log" 2>&1 || fail "train char"
+[ "$(param "$TMP/c" optimizer) $(param "$TMP/c" learning_rate) $(param "$TMP/c" lr_schedule)" = \
+  "rmsprop 0.01 constant" ] && pass "char keeps constant RMSprop 0.01" ||
+  fail "char: $(param "$TMP/c" optimizer) $(param "$TMP/c" lr_schedule)"
+
+# 2. Closed form: no epoch after the first improves by 1000, patience 0: every
+#    later epoch halves the rate, down to 0.1 x 0.003.
+P=(--epochs 7 --early-stopping false --early-stopping-min-delta 1000 --lr-plateau-patience 0)
+"$DS" train "${ARGS[@]}" "${P[@]}" -m "$TMP/p" >"$TMP/p.log" 2>&1 || fail "train plateau: $(tail -3 "$TMP/p.log")"
+want="0.003 0.003 0.0015 0.00075 0.000375 0.0003 0.0003"
+[ "$(rates "$TMP/p")" = "$want" ] && pass "plateau rates $want" || fail "plateau rates: $(rates "$TMP/p")"
+[ "$(grep -c 'did not improve for 1 epochs; learning rate' "$TMP/p.log")" = 4 ] &&
+  pass "each reduction is reported" || fail "reduction lines: $(grep -c 'learning rate' "$TMP/p.log")"
+
+# 3. --resume after epoch 3 continues the schedule: same rates, same weights.
+DATASYNTH_TEST_EXIT_AFTER_EPOCH=3 "$DS" train "${ARGS[@]}" "${P[@]}" -m "$TMP/cut" >/dev/null 2>&1
+"$DS" train --resume -m "$TMP/cut" >"$TMP/cut.log" 2>&1 || fail "resume: $(tail -3 "$TMP/cut.log")"
+[ "$(rates "$TMP/cut")" = "$want" ] && pass "resumed run has the same rates" || fail "resumed rates: $(rates "$TMP/cut")"
+[ "$(param "$TMP/cut" weights_crc32)" = "$(param "$TMP/p" weights_crc32)" ] &&
+  pass "resumed run ends with the same weights" ||
+  fail "weights differ: $(param "$TMP/cut" weights_crc32) vs $(param "$TMP/p" weights_crc32)"
+finish
