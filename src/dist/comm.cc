@@ -52,6 +52,11 @@ Status Allreduce(T* data, size_t n, MPI_Datatype type, MPI_Op op, const char* ca
 void Init() {
 #ifdef DATASYNTH_HAVE_MPI
   if (g_init || EnvSize() == 0) return;
+  // A rank waiting for another yields its core (sched_yield in Open MPI's
+  // progress loop) instead of spinning: on a machine with more processes
+  // than cores the spinning would take the core from the rank it waits for
+  // (docs/scale.md). The user's setting (environment, mpirun --mca) wins.
+  ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", /*overwrite=*/0);
   int provided = 0;
   if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) return;
   g_init = true;

@@ -12,6 +12,7 @@
 
 #include "dist/comm.h"
 #include "dist/nccl.h"
+#include "dist/profile.h"
 #include "privacy/secure_noise.h"
 #include "train/dataset.h"
 
@@ -20,11 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-double CpuNow() {  // this process's CPU time (all threads)
-  timespec ts;
-  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-}
 
 int CeilLog2(int64_t k) {
   int e = 0;
@@ -54,8 +50,7 @@ void ExactSum::Add(const float* g, double weight) {
   std::copy(g, g + n_, t);
 }
 
-Status ExactSum::Reduce(double total_weight, float* out) {
-  // max |w g| over this rank's terms; a NaN or infinity poisons `bad`.
+double ExactSum::LocalMax() const {
   double m = 0;
   int bad = 0;
   for (size_t k = 0; k < weights_.size(); ++k) {
@@ -68,8 +63,16 @@ Status ExactSum::Reduce(double total_weight, float* out) {
     }
     m = std::max(m, double(mx) * std::fabs(weights_[k]));
   }
-  if (bad || !std::isfinite(m)) m = std::numeric_limits<double>::infinity();
+  return bad || !std::isfinite(m) ? std::numeric_limits<double>::infinity() : m;
+}
+
+Status ExactSum::Reduce(double total_weight, float* out) {
+  double m = LocalMax();
   DS_RETURN_IF_ERROR(AllreduceMax(&m, 1));
+  return ReduceWithMax(m, total_weight, out);
+}
+
+Status ExactSum::ReduceWithMax(double m, double total_weight, float* out) {
   if (!std::isfinite(m)) {
     std::fill(out, out + n_, std::numeric_limits<float>::quiet_NaN());
     return Status::Ok();
@@ -87,27 +90,34 @@ Status ExactSum::Reduce(double total_weight, float* out) {
   q_.resize(n_);
   int64_t* q = q_.data();
   const size_t nt = weights_.size();
-  std::vector<const float*> g(nt);
-  std::vector<double> c(nt);
-  for (size_t k = 0; k < nt; ++k) {
-    g[k] = terms_[k].data();
-    c[k] = std::ldexp(weights_[k], shift);
-  }
-  if (nt == 0) {
-    std::fill(q, q + n_, 0);
-  } else if (nt == 1) {
-    for (size_t i = 0; i < n_; ++i) q[i] = int64_t(double(g[0][i]) * c[0]);
-  } else {
-    for (size_t i = 0; i < n_; ++i) {
-      int64_t v = 0;
-      for (size_t k = 0; k < nt; ++k) v += int64_t(double(g[k][i]) * c[k]);
-      q[i] = v;
+  {
+    Timed timed(Phase::kFixed);
+    std::vector<const float*> g(nt);
+    std::vector<double> c(nt);
+    for (size_t k = 0; k < nt; ++k) {
+      g[k] = terms_[k].data();
+      c[k] = std::ldexp(weights_[k], shift);
+    }
+    if (nt == 0) {
+      std::fill(q, q + n_, 0);
+    } else if (nt == 1) {
+      for (size_t i = 0; i < n_; ++i) q[i] = int64_t(double(g[0][i]) * c[0]);
+    } else {
+      for (size_t i = 0; i < n_; ++i) {
+        int64_t v = 0;
+        for (size_t k = 0; k < nt; ++k) v += int64_t(double(g[k][i]) * c[k]);
+        q[i] = v;
+      }
     }
   }
-  if (NcclComm* nccl = SharedNccl())  // DATASYNTH_NCCL=1 with a GPU per rank
-    DS_RETURN_IF_ERROR(nccl->AllreduceSum(q_.data(), n_));
-  else
-    DS_RETURN_IF_ERROR(AllreduceSum(q_.data(), n_));
+  {
+    Timed timed(Phase::kAllreduce);
+    if (NcclComm* nccl = SharedNccl())  // DATASYNTH_NCCL=1 with a GPU per rank
+      DS_RETURN_IF_ERROR(nccl->AllreduceSum(q_.data(), n_));
+    else
+      DS_RETURN_IF_ERROR(AllreduceSum(q_.data(), n_));
+  }
+  Timed timed(Phase::kFixed);
   const double back = std::ldexp(1.0, -shift) / total_weight;
   for (size_t i = 0; i < n_; ++i) out[i] = float(double(q[i]) * back);
   return Status::Ok();
@@ -133,14 +143,21 @@ void SliceBatch(const Batch& b, int lo, int hi, Batch* out) {
 // Every shard's statistics on every rank (the others' entries are zeros, so
 // the double sum is exact), added in shard order.
 Result<StepStats> DataParallel::SumStats(const std::vector<StepStats>& mine,
-                                         const std::vector<int>& ids, int count) {
-  std::vector<double> all(size_t(count) * 3, 0.0);
+                                         const std::vector<int>& ids, int count, double* max) {
+  // [shard][loss, correct, count], then (max) one slot per rank.
+  std::vector<double> all(size_t(count) * 3 + (max ? size_t(Size()) : 0), 0.0);
+  if (max) all[size_t(count) * 3 + size_t(Rank())] = *max;
   for (size_t j = 0; j < mine.size(); ++j) {
     all[size_t(ids[j]) * 3] = mine[j].loss_sum;
     all[size_t(ids[j]) * 3 + 1] = mine[j].correct;
     all[size_t(ids[j]) * 3 + 2] = mine[j].count;
   }
-  DS_RETURN_IF_ERROR(AllreduceSum(all.data(), all.size()));
+  {
+    Timed timed(Phase::kWait);  // the first collective after the steps
+    DS_RETURN_IF_ERROR(AllreduceSum(all.data(), all.size()));
+  }
+  if (max)
+    *max = *std::max_element(all.begin() + long(count) * 3, all.end());
   StepStats s;
   for (int k = 0; k < count; ++k) {
     s.loss_sum += all[size_t(k) * 3];
@@ -164,6 +181,7 @@ Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
     const int lo = int(int64_t(global.batch) * k / k_total);
     const int hi = int(int64_t(global.batch) * (k + 1) / k_total);
     SliceBatch(global, lo, hi, &part);
+    Timed timed(Phase::kSteps);
     StepStats s = backend.Step(part, /*train=*/true, dropout_seed + 0x632be59bd9b4e019ull * uint64_t(k));
     backend.GetGrads(sum_.Add(s.count));
     mine.push_back(s);
@@ -173,8 +191,13 @@ Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
   const double cpu1 = CpuNow();
   step_cpu_ += cpu1 - cpu0;
   auto c0 = Clock::now();
-  DS_ASSIGN_OR_RETURN(StepStats total, SumStats(mine, ids, k_total));
-  DS_RETURN_IF_ERROR(sum_.Reduce(std::max(total.count, 1.0), grad_.data()));
+  double max;
+  {
+    Timed timed(Phase::kFixed);
+    max = sum_.LocalMax();
+  }
+  DS_ASSIGN_OR_RETURN(StepStats total, SumStats(mine, ids, k_total, &max));
+  DS_RETURN_IF_ERROR(sum_.ReduceWithMax(max, std::max(total.count, 1.0), grad_.data()));
   comm_seconds_ += Since(c0);
   comm_cpu_ += CpuNow() - cpu1;
   backend.SetGrads(grad_.data());
@@ -225,8 +248,9 @@ Result<StepStats> DataParallel::DpStep(TrainBackend& backend, std::vector<int64_
   return total;
 }
 
-void DataParallel::FillIn(std::vector<StepStats>* per) {
-  std::vector<double> all(per->size() * 3);
+bool DataParallel::FillIn(std::vector<StepStats>* per, bool rank0_cancelled) {
+  std::vector<double> all(per->size() * 3 + 1);
+  all.back() = Rank() == 0 && rank0_cancelled ? 1 : 0;
   for (size_t i = 0; i < per->size(); ++i) {
     all[i * 3] = (*per)[i].loss_sum;
     all[i * 3 + 1] = (*per)[i].correct;
@@ -234,10 +258,12 @@ void DataParallel::FillIn(std::vector<StepStats>* per) {
   }
   if (Status s = AllreduceSum(all.data(), all.size()); !s.ok() && error_.ok()) error_ = s;
   for (size_t i = 0; i < per->size(); ++i) (*per)[i] = {all[i * 3], all[i * 3 + 1], all[i * 3 + 2]};
+  return all.back() > 0;
 }
 
 bool DataParallel::Decide(bool rank0_value) {
   uint8_t v = rank0_value ? 1 : 0;
+  Timed timed(Phase::kWait);
   if (Status s = BroadcastValue(&v); !s.ok() && error_.ok()) error_ = s;
   return v != 0;
 }

@@ -53,6 +53,12 @@ class ExactSum {
   float* Add(double weight);
   // Collective: every rank calls it with the same total_weight.
   Status Reduce(double total_weight, float* out);
+  // Reduce in two halves, for a caller that carries the scale in a collective
+  // of its own (DataParallel: with the step statistics, one collective less
+  // per step): this rank's max |w g| (infinity where a term is not finite),
+  // then the sum given the max over all ranks.
+  double LocalMax() const;
+  Status ReduceWithMax(double global_max, double total_weight, float* out);
 
  private:
   size_t n_ = 0;
@@ -88,8 +94,9 @@ class DataParallel {
   // Validation batches spread over the ranks: batch b is rank b % N's.
   bool Owns(int64_t b) const { return b % Size() == Rank(); }
   // Collective: fills in the entries of the other ranks' batches (this
-  // rank's others are zero), exactly.
-  void FillIn(std::vector<StepStats>* per);
+  // rank's others are zero), exactly; true on every rank when rank 0 was
+  // interrupted (rank0_cancelled there: one collective per validation).
+  bool FillIn(std::vector<StepStats>* per, bool rank0_cancelled);
 
   // rank 0's decision (time budget, Ctrl-C) on every rank. An MPI failure
   // is kept and returned by the next Step / DpStep.
@@ -104,8 +111,10 @@ class DataParallel {
 
  private:
   DataParallel(int shards, size_t params) : shards_(shards), params_(params), grad_(params) {}
+  // The shards' statistics in shard order, and (with_max) the max over the
+  // ranks of ExactSum::LocalMax, in one collective.
   Result<StepStats> SumStats(const std::vector<StepStats>& mine, const std::vector<int>& ids,
-                             int count);
+                             int count, double* max = nullptr);
 
   int shards_;
   size_t params_;
