@@ -39,6 +39,8 @@ sys.exit(0 if 0 < d < 1e-5 * scale else 1)
 PY
 grep -q "mpi: 3 ranks; each global batch of 12 in 4 shards" "$TMP/log3" && pass "rank count and shards logged" ||
   fail "no mpi line: $(grep mpi "$TMP/log3")"
+[ "$(grep -c '^mpi profile rank [012]: setup .*shard steps .*allreduce .* of ' "$TMP/log3")" = 3 ] &&
+  pass "every rank's time per phase logged" || fail "profile lines: $(grep 'mpi profile' "$TMP/log3")"
 [ "$(grep -cE '^epoch +[0-9]+ +loss' "$TMP/log3")" = 3 ] && pass "one log (rank 0's)" ||
   fail "epoch lines: $(grep -cE '^epoch +[0-9]+ +loss' "$TMP/log3")"
 ls "$TMP" | grep -q datasynth-rank && fail "scratch directories of ranks 1.. left: $(ls "$TMP")" ||
