@@ -12,6 +12,7 @@
 
 #include "dist/comm.h"
 #include "dist/nccl.h"
+#include "dist/node_sum.h"
 #include "dist/profile.h"
 #include "privacy/secure_noise.h"
 #include "train/dataset.h"
@@ -50,20 +51,42 @@ void ExactSum::Add(const float* g, double weight) {
   std::copy(g, g + n_, t);
 }
 
+double ExactSum::MaxOf(const float* g, size_t n, double weight) {
+  float mx = 0;
+  int bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const float a = std::fabs(g[i]);
+    mx = a > mx ? a : mx;
+    bad |= !(a <= std::numeric_limits<float>::max());  // NaN or infinite
+  }
+  const double m = double(mx) * std::fabs(weight);
+  return bad || !std::isfinite(m) ? std::numeric_limits<double>::infinity() : m;
+}
+
 double ExactSum::LocalMax() const {
   double m = 0;
-  int bad = 0;
-  for (size_t k = 0; k < weights_.size(); ++k) {
-    const float* g = terms_[k].data();
-    float mx = 0;
-    for (size_t i = 0; i < n_; ++i) {
-      const float a = std::fabs(g[i]);
-      mx = a > mx ? a : mx;
-      bad |= !(a <= std::numeric_limits<float>::max());  // NaN or infinite
-    }
-    m = std::max(m, double(mx) * std::fabs(weights_[k]));
+  for (size_t k = 0; k < weights_.size(); ++k) m = std::max(m, MaxOf(terms_[k].data(), n_, weights_[k]));
+  return m;
+}
+
+int ExactSum::Shift(double m, int total_terms) {
+  // |w g| 2^shift < 2^(62 - log2 K): total_terms of them stay below 2^62.
+  return std::clamp(62 - (std::ilogb(m) + 1) - CeilLog2(std::max(1, total_terms)), -1000, 1000);
+}
+
+void ExactSum::SumRange(const std::vector<const float*>& g, const std::vector<double>& w,
+                        int shift, double total_weight, size_t lo, size_t hi, float* out) {
+  // Every rank converts a term the same way (multiply, truncate toward 0), so
+  // the integers, and their sum, do not depend on where the term was computed.
+  const size_t nt = g.size();
+  std::vector<double> c(nt);
+  for (size_t k = 0; k < nt; ++k) c[k] = std::ldexp(w[k], shift);
+  const double back = std::ldexp(1.0, -shift) / total_weight;
+  for (size_t i = lo; i < hi; ++i) {
+    int64_t v = 0;
+    for (size_t k = 0; k < nt; ++k) v += int64_t(double(g[k][i]) * c[k]);
+    out[i] = float(double(v) * back);
   }
-  return bad || !std::isfinite(m) ? std::numeric_limits<double>::infinity() : m;
 }
 
 Status ExactSum::Reduce(double total_weight, float* out) {
@@ -81,11 +104,8 @@ Status ExactSum::ReduceWithMax(double m, double total_weight, float* out) {
     std::fill(out, out + n_, 0.0f);
     return Status::Ok();
   }
-  // |w g| 2^shift < 2^(62 - log2 K): total_terms of them stay below 2^62.
-  // Every rank converts a term the same way (multiply, truncate toward 0), so
-  // the integers, and their sum, do not depend on where the term was computed.
-  const int shift =
-      std::clamp(62 - (std::ilogb(m) + 1) - CeilLog2(total_terms_), -1000, 1000);
+  // The integers of SumRange, summed over the ranks.
+  const int shift = Shift(m, total_terms_);
   // One pass over the terms per element (the loop is bound by memory).
   q_.resize(n_);
   int64_t* q = q_.data();
@@ -170,6 +190,10 @@ Result<StepStats> DataParallel::SumStats(const std::vector<StepStats>& mine,
 Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
                                      uint64_t dropout_seed) {
   DS_RETURN_IF_ERROR(error_);
+  if (!node_tried_) {  // collective: every rank's first step
+    node_tried_ = true;
+    DS_ASSIGN_OR_RETURN(node_, NodeSum::Make(params_, shards_));
+  }
   const int k_total = std::min(shards_, global.batch);
   sum_.Begin(params_, k_total);
   std::vector<StepStats> mine;
@@ -177,13 +201,19 @@ Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
   Batch part;
   auto t0 = Clock::now();
   double cpu0 = CpuNow();
-  for (int k = Rank(); k < k_total; k += Size()) {
+  for (int k = Rank(), j = 0; k < k_total; k += Size(), ++j) {
     const int lo = int(int64_t(global.batch) * k / k_total);
     const int hi = int(int64_t(global.batch) * (k + 1) / k_total);
     SliceBatch(global, lo, hi, &part);
     Timed timed(Phase::kSteps);
     StepStats s = backend.Step(part, /*train=*/true, dropout_seed + 0x632be59bd9b4e019ull * uint64_t(k));
-    backend.GetGrads(sum_.Add(s.count));
+    if (node_) {
+      backend.GetGrads(node_->Term(j));  // straight into shared memory
+      timed.Stop();
+      node_->SetStats(j, s);
+    } else {
+      backend.GetGrads(sum_.Add(s.count));
+    }
     mine.push_back(s);
     ids.push_back(k);
   }
@@ -191,13 +221,18 @@ Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
   const double cpu1 = CpuNow();
   step_cpu_ += cpu1 - cpu0;
   auto c0 = Clock::now();
-  double max;
-  {
-    Timed timed(Phase::kFixed);
-    max = sum_.LocalMax();
+  StepStats total;
+  if (node_) {
+    DS_ASSIGN_OR_RETURN(total, node_->Reduce(k_total, grad_.data()));
+  } else {
+    double max;
+    {
+      Timed timed(Phase::kFixed);
+      max = sum_.LocalMax();
+    }
+    DS_ASSIGN_OR_RETURN(total, SumStats(mine, ids, k_total, &max));
+    DS_RETURN_IF_ERROR(sum_.ReduceWithMax(max, std::max(total.count, 1.0), grad_.data()));
   }
-  DS_ASSIGN_OR_RETURN(StepStats total, SumStats(mine, ids, k_total, &max));
-  DS_RETURN_IF_ERROR(sum_.ReduceWithMax(max, std::max(total.count, 1.0), grad_.data()));
   comm_seconds_ += Since(c0);
   comm_cpu_ += CpuNow() - cpu1;
   backend.SetGrads(grad_.data());

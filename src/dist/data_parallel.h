@@ -26,6 +26,7 @@
 
 #include "backend/backend.h"
 #include "dist/comm.h"
+#include "dist/node_sum.h"
 #include "util/status.h"
 
 namespace ds {
@@ -59,6 +60,15 @@ class ExactSum {
   // then the sum given the max over all ranks.
   double LocalMax() const;
   Status ReduceWithMax(double global_max, double total_weight, float* out);
+
+  // The pieces, shared with NodeSum (node_sum.h): max |w g| over terms
+  // (infinity where one is not finite); the scale exponent for a global max
+  // and K terms; elements [lo, hi) of sum_k trunc(w_k 2^shift g_k[i]) / 2^shift
+  // / total_weight into out[lo, hi).
+  static double MaxOf(const float* g, size_t n, double weight);
+  static int Shift(double global_max, int total_terms);
+  static void SumRange(const std::vector<const float*>& g, const std::vector<double>& w,
+                       int shift, double total_weight, size_t lo, size_t hi, float* out);
 
  private:
   size_t n_ = 0;
@@ -120,6 +130,8 @@ class DataParallel {
   size_t params_;
   std::vector<float> grad_;
   ExactSum sum_;
+  std::unique_ptr<NodeSum> node_;  // all ranks on one host (node_sum.h)
+  bool node_tried_ = false;
   double comm_seconds_ = 0, step_seconds_ = 0;  // wall
   double comm_cpu_ = 0, step_cpu_ = 0;          // CPU time of this process
   Status error_;
