@@ -21,7 +21,7 @@ cmp -s "$(weights "$TMP/m1")" "$(weights "$TMP/m2")" && cmp -s "$(weights "$TMP/
 # allreduce path (several hosts) must give the same bits.
 DATASYNTH_MPI_SHM=0 "${MPIRUN[@]}" -n 3 "$DS" train "${ARGS[@]}" --model-dir "$TMP/m3mpi" >/dev/null 2>&1 ||
   fail "mpirun -n 3 with DATASYNTH_MPI_SHM=0"
-cmp -s "$(weights "$TMP/m1")" "$(weights "$TMP/m3mpi")" &&
+cmp -s "$(weights "$TMP/m3")" "$(weights "$TMP/m3mpi")" &&
   pass "shared-memory sum and MPI allreduce: the same weights" || fail "shared memory vs MPI allreduce differ"
 cmp -s "$TMP/m1/model_history.csv" "$TMP/m3/model_history.csv" &&
   pass "history equal for 1 and 3 ranks" || fail "history differs: $(diff "$TMP/m1/model_history.csv" "$TMP/m3/model_history.csv")"
