@@ -43,7 +43,8 @@ scale = max(abs(x) for x in fa)
 print(f"max |w_plain - w_mpi| = {d:.3g} (max |w| = {scale:.3g})")
 sys.exit(0 if 0 < d < 1e-5 * scale else 1)
 PY
-grep -q "mpi: 3 ranks; each global batch of 12 in 4 shards" "$TMP/log3" && pass "rank count and shards logged" ||
+grep -q "mpi: 3 ranks; each global batch of 12 in 4 shards" "$TMP/log3" &&
+  grep -q "summed in shared memory (one host)" "$TMP/log3" && pass "rank count, shards and sum path logged" ||
   fail "no mpi line: $(grep mpi "$TMP/log3")"
 [ "$(grep -c '^mpi profile rank [012]: setup .*shard steps .*allreduce .* of ' "$TMP/log3")" = 3 ] &&
   pass "every rank's time per phase logged" || fail "profile lines: $(grep 'mpi profile' "$TMP/log3")"
