@@ -7,9 +7,9 @@
 #   field  the field tokenizer's defaults: 1 x LSTM 128 (a few ms per step;
 #          the fixed costs of a rank weigh most here)
 #
-#   bench/scale.sh [--short] [--workload char|field|both] [--repeats N] [--data telco_churn.csv]
+#   bench/scale.sh [-s|--short] [--workload char|field|both] [--repeats N] [--data telco_churn.csv]
 #
-# --short: 1 epoch of char and 3 of field, 1 repeat (about 3 minutes on an
+# -s, --short: 1 epoch of char and 3 of field, 1 repeat (about 3 minutes on an
 # idle machine); default: 3 epochs of char, 10 of field, 3 repeats.
 #
 # Per workload, REPEATS times, alternately:
@@ -33,7 +33,7 @@ WORKLOADS="char field"
 DATA=${DATA:-}
 while [ $# -gt 0 ]; do
   case "$1" in
-    --short) SHORT=1; REPEATS=1; shift ;;
+    -s|--short) SHORT=1; REPEATS=1; shift ;;
     --repeats) REPEATS="$2"; shift 2 ;;
     --workload) WORKLOADS="$2"; [ "$2" = both ] && WORKLOADS="char field"; shift 2 ;;
     --data) DATA="$2"; shift 2 ;;
