@@ -140,8 +140,9 @@ for wl in epochs:
         for rank in range(2 if name != "mpi1" else 1):
             ph = phases(wl, name, rank)
             if ph:
-                print(f"  {name} rank {rank}: " + ", ".join(
-                    f"{p} {ph[p][0]:.2f}s" for p in PHASES if p in ph) + f" of {ph['total'][0]:.2f}s")
+                print(f"  {name} rank {rank} (wall/cpu s): " + ", ".join(
+                    f"{p} {ph[p][0]:.2f}/{ph[p][1]:.2f}" for p in PHASES[:-1] if p in ph) +
+                      f", other {ph['other'][0]:.2f} of {ph['total'][0]:.2f}")
     # Cost model at 8..256 ranks (docs/scale.md) from the 1-rank shard path:
     # per-rank batch fixed (the global batch grows with N), ring allreduce of
     # the int64 buffer (8 bytes per parameter) + one small allreduce (the

@@ -14,6 +14,8 @@
 
 #ifdef DATASYNTH_HAVE_MPI
 #include <mpi.h>
+
+#include "dist/mpi_wait.h"
 #endif
 
 namespace ds::dist {
@@ -21,13 +23,7 @@ namespace ds::dist {
 #ifdef DATASYNTH_HAVE_MPI
 namespace {
 
-Status Check(int rc, const char* call) {
-  if (rc == MPI_SUCCESS) return Status::Ok();
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  return DS_ERR(kInternal, "{} failed on {}: {}", call, Where(), std::string(text, size_t(len)));
-}
+Status Check(int rc, const char* call) { return CheckMpi(rc, call); }
 
 }  // namespace
 
@@ -47,7 +43,9 @@ struct NodeSum::Impl {
   // Every rank's writes before it visible to every rank after it.
   Status Sync() {
     DS_RETURN_IF_ERROR(Check(MPI_Win_sync(win), "MPI_Win_sync"));
-    DS_RETURN_IF_ERROR(Check(MPI_Barrier(node), "MPI_Barrier"));
+    MPI_Request req;
+    DS_RETURN_IF_ERROR(Check(MPI_Ibarrier(node, &req), "MPI_Ibarrier"));
+    DS_RETURN_IF_ERROR(Wait(&req, "MPI_Ibarrier"));
     return Check(MPI_Win_sync(win), "MPI_Win_sync");
   }
 };
