@@ -61,6 +61,26 @@ DATASYNTH_TEST_EXIT_AFTER_EPOCH=2 "${MPIRUN[@]}" -n 2 "$DS" train "${ARGS[@]}" -
 cmp -s "$(weights "$TMP/m1")" "$(weights "$TMP/cut")" &&
   pass "2 ranks then --resume on 3: the weights of an uninterrupted run" || fail "resumed weights differ"
 
+# Ctrl-C reaching rank 0 alone: rank 0 decides for all (training steps and
+# validation), so every rank stops and none waits in a collective for it.
+LONG=(--input "$TMP/t.csv" --field-delimiter , --tokenizer char --epochs 500 --embedding-dim 16
+      --rnn-units 32 --batch-size 12 --seq-length 32 --seed 5 --early-stopping=false --threads 1)
+"${MPIRUN[@]}" -n 2 "$DS" train "${LONG[@]}" --model-dir "$TMP/int" >/dev/null 2>"$TMP/intlog" &
+job=$!
+for _ in $(seq 150); do grep -q "^epoch " "$TMP/intlog" && break; sleep 0.2; done
+pid0=
+for p in $(pgrep -P $job); do
+  tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=0 && pid0=$p
+done
+[ -n "$pid0" ] && kill -INT "$pid0"
+for _ in $(seq 150); do kill -0 $job 2>/dev/null || break; sleep 0.2; done
+if kill -0 $job 2>/dev/null; then
+  kill -9 $job; fail "Ctrl-C on rank 0: the job did not stop within 30 s"
+else
+  grep -qi "interrupted" "$TMP/intlog" && pass "Ctrl-C on rank 0 stops every rank" ||
+    fail "Ctrl-C on rank 0 (pid '$pid0'): $(grep -v "^epoch" "$TMP/intlog" | head -8)"
+fi
+
 # DP-SGD: the same noise (rank 0 draws it once) and the same sums for 1 and 2 ranks.
 cp "$ROOT/tests/data/datasets/penguins.csv" "$TMP/p.csv"
 DP=(--input "$TMP/p.csv" --field-delimiter , --dp --dp-noise-multiplier 0.8 --epochs 2 --embedding-dim 16
