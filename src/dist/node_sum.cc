@@ -69,9 +69,14 @@ Result<std::unique_ptr<NodeSum>> NodeSum::Make(size_t params, int shards) {
   m.header = (4 * m.terms + 7) / 8 * 8;  // 64-byte aligned gradients
   const size_t bytes = m.header * sizeof(double) + (m.terms + 1) * params * sizeof(float);
   void* base = nullptr;
-  DS_RETURN_IF_ERROR(Check(MPI_Win_allocate_shared(MPI_Aint(bytes), 1, MPI_INFO_NULL, m.node,
-                                                   &base, &m.win),
-                           "MPI_Win_allocate_shared"));
+  const int rc = MPI_Win_allocate_shared(MPI_Aint(bytes), 1, MPI_INFO_NULL, m.node, &base, &m.win);
+  // No shared memory for it on some rank (a small /dev/shm or session
+  // directory): all ranks keep the allreduce.
+  DS_ASSIGN_OR_RETURN(bool failed, Any(rc != MPI_SUCCESS));
+  if (failed) {
+    if (rc != MPI_SUCCESS) m.win = MPI_WIN_NULL;
+    return std::unique_ptr<NodeSum>();
+  }
   DS_RETURN_IF_ERROR(Check(MPI_Win_lock_all(MPI_MODE_NOCHECK, m.win), "MPI_Win_lock_all"));
   m.seg.resize(size_t(Size()));
   for (int r = 0; r < Size(); ++r) {
