@@ -33,6 +33,7 @@ struct NodeSum::Impl {
   MPI_Comm node = MPI_COMM_NULL;
   MPI_Win win = MPI_WIN_NULL;
   size_t params = 0, terms = 0, header = 0;  // header in doubles
+  bool locked = false;
   std::vector<char*> seg;                    // every rank's segment
 
   double* Header(int rank) const { return reinterpret_cast<double*>(seg[size_t(rank)]); }
@@ -77,7 +78,9 @@ Result<std::unique_ptr<NodeSum>> NodeSum::Make(size_t params, int shards) {
     if (rc != MPI_SUCCESS) m.win = MPI_WIN_NULL;
     return std::unique_ptr<NodeSum>();
   }
+  MPI_Win_set_errhandler(m.win, MPI_ERRORS_RETURN);
   DS_RETURN_IF_ERROR(Check(MPI_Win_lock_all(MPI_MODE_NOCHECK, m.win), "MPI_Win_lock_all"));
+  m.locked = true;
   m.seg.resize(size_t(Size()));
   for (int r = 0; r < Size(); ++r) {
     MPI_Aint size = 0;
@@ -92,7 +95,7 @@ Result<std::unique_ptr<NodeSum>> NodeSum::Make(size_t params, int shards) {
 NodeSum::~NodeSum() {
   if (!impl_) return;
   if (impl_->win != MPI_WIN_NULL) {
-    MPI_Win_unlock_all(impl_->win);
+    if (impl_->locked) MPI_Win_unlock_all(impl_->win);
     MPI_Win_free(&impl_->win);
   }
   if (impl_->node != MPI_COMM_NULL) MPI_Comm_free(&impl_->node);
