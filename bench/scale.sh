@@ -1,33 +1,43 @@
 #!/usr/bin/env bash
 # Data-parallel training speed-up from 1 to 2 mpirun ranks on this machine
-# (docs/scale.md), 1 thread per rank, the telco field model (defaults).
+# (docs/scale.md), 1 thread per rank, on two workloads:
+#   char   the reference's network on telco_churn: char tokenizer, 2 x LSTM 256,
+#          embedding 256, batch 64 x 100 tokens (about 0.3 s per step on one
+#          core, 102 steps per epoch; 3 epochs: a few minutes of work)
+#   field  the field tokenizer's defaults: 1 x LSTM 128 (a few ms per step;
+#          the fixed costs of a rank weigh most here)
 #
-#   bench/scale.sh [--epochs N] [--repeats N] [--data telco_churn.csv]
+#   bench/scale.sh [-s|--short] [--workload char|field|both] [--repeats N] [--data telco_churn.csv]
 #
-# Runs, alternately, REPEATS times each:
-#   1 rank   taskset -c 1 datasynth train --threads 1              (no mpirun)
-#   mpi x1   mpirun -n 1 --bind-to core datasynth train --threads 1 (the shard path, 1 rank)
-#   mpi x2   mpirun -n 2 --bind-to core datasynth train --threads 1
-#   mpi x2s2 the same with --mpi-shards 2 (one shard per rank and step)
-# and prints, per run, wall and CPU (user + sys, all ranks) seconds, records/s
-# (training records x epochs / wall) and the trainer's own tokens/s (training
-# steps only), then the medians and the speed-ups: by wall clock, and by CPU
-# time per record (what the wall-clock ratio would be with one idle core per
-# rank). Also prints each 2-rank run's share of step time spent summing
-# gradients and the numbers docs/scale.md's cost model uses (parameters,
-# global batch, step time).
+# -s, --short: 1 epoch of char and 3 of field, 1 repeat (about 3 minutes on an
+# idle machine); default: 3 epochs of char, 10 of field, 3 repeats.
+#
+# Per workload, REPEATS times, alternately:
+#   one     taskset -c 1 datasynth train --threads 1               (no mpirun)
+#   mpi2    mpirun -n 2 --bind-to core datasynth train --threads 1  (mpi_shards 4)
+#   mpi2s2  the same with --mpi-shards 2 (one shard per rank and step)
+#   mpi1    mpirun -n 1 (the shard path on one rank: the cost model's step time)
+# and prints per run wall and CPU (user + sys, all ranks) seconds, records/s
+# (training records x epochs / wall) and the load average, then the medians,
+# the speed-ups by wall clock and by CPU time (2 x CPU of one / CPU of two:
+# what the wall-clock ratio would be with an idle core per rank), every rank's
+# time per phase (the trainer's "mpi profile" lines) and the cost model at 8
+# to 256 ranks from the measured step. A 2-rank wall-clock figure needs both
+# cores: run it on an idle machine (the load is printed beside every run).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DS=${DS:-$ROOT/build/datasynth}
-EPOCHS=1
 REPEATS=3
+SHORT=0
+WORKLOADS="char field"
 DATA=${DATA:-}
 while [ $# -gt 0 ]; do
   case "$1" in
-    --epochs) EPOCHS="$2"; shift 2 ;;
+    -s|--short) SHORT=1; REPEATS=1; shift ;;
     --repeats) REPEATS="$2"; shift 2 ;;
+    --workload) WORKLOADS="$2"; [ "$2" = both ] && WORKLOADS="char field"; shift 2 ;;
     --data) DATA="$2"; shift 2 ;;
-    *) echo "usage: $0 [--epochs N] [--repeats N] [--data CSV]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--short] [--workload char|field|both] [--repeats N] [--data CSV]" >&2; exit 2 ;;
   esac
 done
 if [ -z "$DATA" ]; then
@@ -39,81 +49,117 @@ fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
+export TMPDIR="$W"  # the other ranks' scratch model directories
 python3 "$ROOT/bench/split_csv.py" "$DATA" "$W/tr.csv" "$W/ho.csv" --seed 0 >&2
 RECORDS=$(($(wc -l < "$W/tr.csv") - 1))
-ARGS=(--input "$W/tr.csv" --field-delimiter , --epochs "$EPOCHS" --seed 7 --threads 1
-      --early-stopping false --overwrite)
 
-run() {  # NAME: one run; appends "NAME wall cpu tokens/s" to $W/results
-  local name=$1 m="$W/m_$1"
-  local cmd
+args() {  # WORKLOAD: its training arguments
+  local epochs
+  case $1 in
+    char) epochs=$((SHORT ? 1 : 3))
+          echo --tokenizer char --num-layers 2 --rnn-units 256 --embedding-dim 256 \
+               --batch-size 64 --seq-length 100 --epochs $epochs ;;
+    field) epochs=$((SHORT ? 3 : 10)); echo --epochs $epochs ;;
+  esac
+}
+epochs_of() { args "$1" | grep -o -- '--epochs [0-9]*' | cut -d' ' -f2; }
+
+run() {  # WORKLOAD NAME: one run; appends "WORKLOAD NAME wall cpu load" to $W/results
+  local wl=$1 name=$2 m="$W/m_$1_$2" cmd
   case $name in
     one) cmd=(taskset -c 1 "$DS" train) ;;
     mpi1) cmd=(mpirun -n 1 --bind-to core "$DS" train) ;;
     mpi2) cmd=(mpirun -n 2 --bind-to core --map-by core "$DS" train) ;;
     mpi2s2) cmd=(mpirun -n 2 --bind-to core --map-by core "$DS" train --mpi-shards 2) ;;
   esac
-  /usr/bin/time -f "%e %U %S" -o "$W/time" "${cmd[@]}" "${ARGS[@]}" --model-dir "$m" 2>"$W/log" >/dev/null
+  local load
+  load=$(cut -d' ' -f1 /proc/loadavg)
+  # shellcheck disable=SC2046
+  /usr/bin/time -f "%e %U %S" -o "$W/time" "${cmd[@]}" $(args "$wl") --input "$W/tr.csv" \
+    --field-delimiter , --seed 7 --threads 1 --early-stopping false --overwrite \
+    --model-dir "$m" 2>"$W/log" >/dev/null || { tail -5 "$W/log" >&2; exit 1; }
+  local wall user sys cpu
   read -r wall user sys < "$W/time"
-  local tps
-  tps=$(grep -o 'trained .* epochs* in .*, [0-9]* tokens/s' "$W/log" | grep -o '[0-9]* tokens/s' | cut -d' ' -f1)
-  local cpu
   cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')
-  echo "$name $wall $cpu $tps" >> "$W/results"
-  grep -h "^network:\|^mpi:" "$W/log" | sed "s/^/  [$name] /" >&2
-  grep -h "^network:\|^mpi: .*CPU" "$W/log" | sed "s/^/$name /" >> "$W/lines"
-  printf '%-5s wall %7.2fs  cpu %7.2fs  %8.1f records/s  %7s tokens/s (trainer)\n' "$name" "$wall" \
-    "$cpu" "$(awk -v n="$RECORDS" -v e="$EPOCHS" -v w="$wall" 'BEGIN { print n * e / w }')" "$tps"
+  echo "$wl $name $wall $cpu $load" >> "$W/results"
+  grep -h "^network:\|^mpi profile" "$W/log" | sed "s/^/$wl $name /" >> "$W/lines"
+  printf '%-5s %-6s wall %7.2fs  cpu %7.2fs  %7.1f records/s  (load %s)\n' "$wl" "$name" "$wall" \
+    "$cpu" "$(awk -v n="$RECORDS" -v e="$(epochs_of "$wl")" -v w="$wall" 'BEGIN { print n * e / w }')" "$load"
 }
 
-echo "# $(date -u +%FT%TZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $RECORDS records x $EPOCHS epochs"
-for r in $(seq "$REPEATS"); do
-  for name in one mpi2 mpi1 mpi2s2; do run $name; done
+/usr/bin/time -f "%e" -o "$W/start" mpirun -n 2 true
+echo "# $(date -u +%FT%TZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $RECORDS records;" \
+     "mpirun -n 2 start $(cat "$W/start")s"
+for wl in $WORKLOADS; do
+  for r in $(seq "$REPEATS"); do
+    for name in one mpi2 mpi2s2 mpi1; do run "$wl" $name; done
+  done
 done
-python3 - "$W/results" "$RECORDS" "$EPOCHS" "$W/lines" <<'PY'
+python3 - "$W/results" "$W/lines" "$RECORDS" $(for wl in $WORKLOADS; do echo "$wl=$(epochs_of "$wl")"; done) <<'PY'
 import re, statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
-lines = open(sys.argv[4]).read().splitlines()
-n = int(sys.argv[2]) * int(sys.argv[3])
-med = lambda name, i: statistics.median(float(r[i]) for r in rows if r[0] == name)
-print(f"\nmedians over {sum(r[0] == 'one' for r in rows)} runs each:")
-for name in ("one", "mpi1", "mpi2", "mpi2s2"):
-    print(f"  {name:5s} wall {med(name, 1):7.2f}s  cpu {med(name, 2):7.2f}s  "
-          f"{n / med(name, 1):8.1f} records/s  {n / med(name, 2):8.1f} records per cpu-second")
-print(f"speed-up 1 -> 2 ranks, wall clock:            {med('one', 1) / med('mpi2', 1):.2f}x")
-print(f"speed-up 1 -> 2 ranks, cpu time (idle cores): {2 * med('one', 2) / med('mpi2', 2):.2f}x")
-print(f"speed-up mpirun 1 -> 2 ranks, wall clock:     {med('mpi1', 1) / med('mpi2', 1):.2f}x")
-print(f"speed-up 1 -> 2 ranks (mpi_shards 2), wall:    {med('one', 1) / med('mpi2s2', 1):.2f}x, "
-      f"cpu time: {2 * med('one', 2) / med('mpi2s2', 2):.2f}x")
-def shard_cpu(name):
-    v = [float(m.group(1)) for l in lines if l.startswith(name + " mpi:")
-         for m in [re.search(r"shard steps ([0-9.]+)s", l)] if m]
-    return statistics.median(v) if v else float("nan")
-print(f"training steps alone (CPU of the shard steps, rank 0): 1 rank {shard_cpu('mpi1'):.2f}s, "
-      f"2 ranks {shard_cpu('mpi2'):.2f}s ({shard_cpu('mpi1') / shard_cpu('mpi2'):.2f}x), "
-      f"2 ranks with 2 shards {shard_cpu('mpi2s2'):.2f}s")
+lines = open(sys.argv[2]).read().splitlines()
+records = int(sys.argv[3])
+epochs = dict(a.split("=") for a in sys.argv[4:])
+PHASES = ("setup", "validation", "shard steps", "fixed point", "wait", "allreduce", "optimizer", "save", "other")
 
-# Cost model at 8..256 ranks (docs/scale.md) from the measured 1-rank step:
-# per-rank batch fixed (weak scaling: the global batch grows with N), ring
-# allreduce of the int64 gradient buffer (8 bytes per parameter) plus the
-# two small allreduces (max, statistics) and the local fixed-point work.
-net = next(l for l in lines if " network:" in l)
-params = float(re.search(r"([0-9.]+)M parameters", net).group(1)) * 1e6
-steps = int(re.search(r"(\d+) steps per epoch", net).group(1)) * int(sys.argv[3])
-cpu = [re.search(r"shard steps ([0-9.]+)s, sums ([0-9.]+)s", l) for l in lines if l.startswith("mpi1 mpi:")]
-t_c = statistics.median(float(m.group(1)) for m in cpu if m) / steps
-t_q = statistics.median(float(m.group(2)) for m in cpu if m) / steps
-S = 8 * params
-print(f"\nmodel inputs: {params / 1e6:.2f}M parameters ({S / 1e6:.1f} MB of int64 per allreduce), "
-      f"1-rank step {1e3 * t_c:.1f} ms CPU, fixed-point sums {1e3 * t_q:.1f} ms")
-print(" ranks | link     | allreduce | step     | efficiency | speed-up")
-for gbps, alpha in ((10, 25e-6), (100, 5e-6)):
-    bw = gbps * 1e9 / 8
-    for n in (8, 16, 32, 64, 128, 256):
-        ring = 2 * (n - 1) / n * S / bw + 2 * (n - 1) * alpha
-        small = 2 * 2 * (n - 1).bit_length() * alpha
-        t_ar = ring + small + t_q
-        eff = t_c / (t_c + t_ar)
-        print(f" {n:5d} | {gbps:3d} Gb/s | {1e3 * t_ar:7.1f} ms | {1e3 * (t_c + t_ar):6.1f} ms | "
-              f"{100 * eff:8.1f} % | {n * eff:7.1f}x")
+def med(wl, name, i):
+    return statistics.median(float(r[i]) for r in rows if r[0] == wl and r[1] == name)
+
+def phases(wl, name, rank):  # {phase: (median wall, median cpu)} from the "mpi profile" lines
+    got = {}
+    for l in lines:
+        if not l.startswith(f"{wl} {name} mpi profile rank {rank}:"):
+            continue
+        for p in PHASES[:-1]:
+            m = re.search(re.escape(p) + r" ([0-9.]+)s \(cpu ([0-9.]+)s\)", l)
+            got.setdefault(p, []).append((float(m.group(1)), float(m.group(2))))
+        m = re.search(r"other (-?[0-9.]+)s of ([0-9.]+)s", l)
+        got.setdefault("other", []).append((float(m.group(1)), 0.0))
+        got.setdefault("total", []).append((float(m.group(2)), 0.0))
+    return {p: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+            for p, v in got.items()}
+
+for wl in epochs:
+    n = records * int(epochs[wl])
+    net = next(l for l in lines if l.startswith(f"{wl} one network:"))
+    params = float(re.search(r"([0-9.]+)M parameters", net).group(1)) * 1e6
+    steps = int(re.search(r"(\d+) steps per epoch", net).group(1)) * int(epochs[wl])
+    print(f"\n== {wl}: {records} records x {epochs[wl]} epochs, {params / 1e6:.2f}M parameters, "
+          f"{steps} steps; medians of {sum(r[0] == wl and r[1] == 'one' for r in rows)} runs each")
+    for name in ("one", "mpi1", "mpi2", "mpi2s2"):
+        print(f"  {name:6s} wall {med(wl, name, 2):7.2f}s  cpu {med(wl, name, 3):7.2f}s  "
+              f"{n / med(wl, name, 2):8.1f} records/s  {n / med(wl, name, 3):8.1f} records per cpu-second  "
+              f"(load {med(wl, name, 4):.1f})")
+    for name, label in (("mpi2", "mpi_shards 4"), ("mpi2s2", "mpi_shards 2")):
+        w = med(wl, "one", 2) / med(wl, name, 2)
+        c = 2 * med(wl, "one", 3) / med(wl, name, 3)
+        print(f"  speed-up 1 -> 2 ranks ({label}): wall clock {w:.2f}x, cpu time {c:.2f}x; "
+              f"bar 1.7x by wall clock: {'met' if w >= 1.7 else 'NOT met'}")
+    for name in ("mpi1", "mpi2", "mpi2s2"):
+        for rank in range(2 if name != "mpi1" else 1):
+            ph = phases(wl, name, rank)
+            if ph:
+                print(f"  {name} rank {rank} (wall/cpu s): " + ", ".join(
+                    f"{p} {ph[p][0]:.2f}/{ph[p][1]:.2f}" for p in PHASES[:-1] if p in ph) +
+                      f", other {ph['other'][0]:.2f} of {ph['total'][0]:.2f}")
+    # Cost model at 8..256 ranks (docs/scale.md) from the 1-rank shard path:
+    # per-rank batch fixed (the global batch grows with N), ring allreduce of
+    # the int64 buffer (8 bytes per parameter) + one small allreduce (the
+    # statistics and the scale: 2 log2 N alpha) + the local fixed-point work;
+    # the optimizer step (every rank runs it) counts as compute, nothing overlaps.
+    ph = phases(wl, "mpi1", 0)
+    t_c = (ph["shard steps"][0] + ph["optimizer"][0]) / steps
+    t_q = ph["fixed point"][0] / steps
+    S = 8 * params
+    print(f"  cost model inputs (mpi1, wall per step): compute {1e3 * t_c:.2f} ms (shard steps + "
+          f"optimizer), fixed point {1e3 * t_q:.2f} ms, {S / 1e6:.1f} MB of int64 per allreduce")
+    print("   ranks | link     | allreduce | step     | efficiency | speed-up")
+    for gbps, alpha in ((10, 25e-6), (100, 5e-6)):
+        bw = gbps * 1e9 / 8
+        for k in (8, 32, 64, 256):
+            t_ar = 2 * (k - 1) / k * S / bw + 2 * (k - 1) * alpha + 2 * (k - 1).bit_length() * alpha + t_q
+            eff = t_c / (t_c + t_ar)
+            print(f"   {k:5d} | {gbps:3d} Gb/s | {1e3 * t_ar:7.1f} ms | {1e3 * (t_c + t_ar):6.1f} ms | "
+                  f"{100 * eff:8.1f} % | {k * eff:7.1f}x")
 PY

@@ -9,6 +9,7 @@
 
 #include "dist/comm.h"
 #include "dist/data_parallel.h"
+#include "dist/profile.h"
 #include "generate/scheduler.h"
 
 namespace ds {
@@ -69,6 +70,50 @@ TEST(ExactSum, NonFiniteMakesEverythingNaN) {
   s.Add(g.data(), 1);
   ASSERT_TRUE(s.Reduce(1, out.data()).ok());
   for (float v : out) EXPECT_EQ(v, 0.0f);
+}
+
+// The data-parallel step sends the scale with its statistics: LocalMax then
+// ReduceWithMax must give Reduce's bits, and a non-finite term an infinite max.
+TEST(ExactSum, ScaleCarriedOutsideGivesTheSameBits) {
+  const size_t n = 777;
+  auto t = Terms(3, n, 11);
+  std::vector<float> a(n), b(n);
+  dist::ExactSum s;
+  s.Begin(n, 4);
+  for (int k = 0; k < 3; ++k) s.Add(t[size_t(k)].data(), double(k + 2));
+  ASSERT_TRUE(s.Reduce(9, a.data()).ok());
+  const double m = s.LocalMax();
+  double want = 0;
+  for (int k = 0; k < 3; ++k)
+    for (float x : t[size_t(k)]) want = std::max(want, std::fabs(double(x)) * double(k + 2));
+  EXPECT_EQ(m, want);
+  ASSERT_TRUE(s.ReduceWithMax(m, 9, b.data()).ok());
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), n * sizeof(float)));
+  // A larger scale from another rank changes the rounding grid, not the value.
+  ASSERT_TRUE(s.ReduceWithMax(4 * m, 9, b.data()).ok());
+  for (size_t i = 0; i < n; ++i) EXPECT_NEAR(a[i], b[i], 1e-6 * m);
+  t[1][5] = INFINITY;
+  s.Begin(n, 4);
+  for (int k = 0; k < 3; ++k) s.Add(t[size_t(k)].data(), 1);
+  EXPECT_TRUE(std::isinf(s.LocalMax()));
+}
+
+// Without mpirun the profile is this process's: one line, the phases' sums.
+TEST(Profile, OneLinePerRankWithEveryPhase) {
+  dist::AddTime(dist::Phase::kValidate, 1.5, 0.25);
+  {
+    dist::Timed t(dist::Phase::kSave);
+    t.Stop();
+    t.Stop();  // once only
+  }
+  auto lines = dist::ProfileLines(10.0);
+  ASSERT_TRUE(lines.ok());
+  ASSERT_EQ(lines.value().size(), 1u);
+  const std::string& l = lines.value()[0];
+  EXPECT_NE(l.find("mpi profile rank 0: setup 0.00s"), std::string::npos) << l;
+  EXPECT_NE(l.find("validation 1.50s (cpu 0.25s)"), std::string::npos) << l;
+  EXPECT_NE(l.find("save 0.00s"), std::string::npos) << l;
+  EXPECT_NE(l.find("; other 8.50s of 10.00s"), std::string::npos) << l;
 }
 
 TEST(ExactSum, SliceBatch) {

@@ -17,6 +17,12 @@ for n in 1 2 3; do
 done
 cmp -s "$(weights "$TMP/m1")" "$(weights "$TMP/m2")" && cmp -s "$(weights "$TMP/m1")" "$(weights "$TMP/m3")" &&
   pass "weights bitwise equal for 1, 2 and 3 ranks" || fail "weights differ across rank counts"
+# Ranks on one host sum in shared memory (src/dist/node_sum.h); the MPI
+# allreduce path (several hosts) must give the same bits.
+DATASYNTH_MPI_SHM=0 "${MPIRUN[@]}" -n 3 "$DS" train "${ARGS[@]}" --model-dir "$TMP/m3mpi" >/dev/null 2>&1 ||
+  fail "mpirun -n 3 with DATASYNTH_MPI_SHM=0"
+cmp -s "$(weights "$TMP/m3")" "$(weights "$TMP/m3mpi")" &&
+  pass "shared-memory sum and MPI allreduce: the same weights" || fail "shared memory vs MPI allreduce differ"
 cmp -s "$TMP/m1/model_history.csv" "$TMP/m3/model_history.csv" &&
   pass "history equal for 1 and 3 ranks" || fail "history differs: $(diff "$TMP/m1/model_history.csv" "$TMP/m3/model_history.csv")"
 # Without dropout (the shards draw their own masks) an mpirun run is a plain
@@ -37,8 +43,11 @@ scale = max(abs(x) for x in fa)
 print(f"max |w_plain - w_mpi| = {d:.3g} (max |w| = {scale:.3g})")
 sys.exit(0 if 0 < d < 1e-5 * scale else 1)
 PY
-grep -q "mpi: 3 ranks; each global batch of 12 in 4 shards" "$TMP/log3" && pass "rank count and shards logged" ||
+grep -q "mpi: 3 ranks; each global batch of 12 in 4 shards" "$TMP/log3" &&
+  grep -q "summed in shared memory (one host)" "$TMP/log3" && pass "rank count, shards and sum path logged" ||
   fail "no mpi line: $(grep mpi "$TMP/log3")"
+[ "$(grep -c '^mpi profile rank [012]: setup .*shard steps .*allreduce .* of ' "$TMP/log3")" = 3 ] &&
+  pass "every rank's time per phase logged" || fail "profile lines: $(grep 'mpi profile' "$TMP/log3")"
 [ "$(grep -cE '^epoch +[0-9]+ +loss' "$TMP/log3")" = 3 ] && pass "one log (rank 0's)" ||
   fail "epoch lines: $(grep -cE '^epoch +[0-9]+ +loss' "$TMP/log3")"
 ls "$TMP" | grep -q datasynth-rank && fail "scratch directories of ranks 1.. left: $(ls "$TMP")" ||
@@ -51,6 +60,27 @@ DATASYNTH_TEST_EXIT_AFTER_EPOCH=2 "${MPIRUN[@]}" -n 2 "$DS" train "${ARGS[@]}" -
   fail "resume on 3 ranks: $(tail -3 "$TMP/rlog")"
 cmp -s "$(weights "$TMP/m1")" "$(weights "$TMP/cut")" &&
   pass "2 ranks then --resume on 3: the weights of an uninterrupted run" || fail "resumed weights differ"
+
+# Ctrl-C reaching rank 0 alone: rank 0 decides for all (training steps and
+# validation), so every rank stops and none waits in a collective for it.
+LONG=(--input "$TMP/t.csv" --field-delimiter , --tokenizer char --epochs 500 --embedding-dim 16
+      --rnn-units 32 --batch-size 12 --seq-length 32 --seed 5 --early-stopping=false --threads 1)
+"${MPIRUN[@]}" -n 2 "$DS" train "${LONG[@]}" --model-dir "$TMP/int" >/dev/null 2>"$TMP/intlog" &
+job=$!
+for _ in $(seq 300); do grep -q "^epoch " "$TMP/intlog" && break; sleep 0.2; done
+pid0=
+for p in $(pgrep -P $job); do
+  tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=0 && pid0=$p
+done
+[ -n "$pid0" ] && kill -INT "$pid0"
+for _ in $(seq 300); do kill -0 $job 2>/dev/null || break; sleep 0.2; done
+if kill -0 $job 2>/dev/null; then
+  kill -9 $job; fail "Ctrl-C on rank 0: the job did not stop within 60 s"
+else
+  # rank 0's message, or (when mpirun stopped rank 0 first) a rank's exit code 130
+  grep -qiE "interrupted|exit code: +130" "$TMP/intlog" && pass "Ctrl-C on rank 0 stops every rank" ||
+    fail "Ctrl-C on rank 0 (pid '$pid0'): $(grep -v "^epoch" "$TMP/intlog" | head -8)"
+fi
 
 # DP-SGD: the same noise (rank 0 draws it once) and the same sums for 1 and 2 ranks.
 cp "$ROOT/tests/data/datasets/penguins.csv" "$TMP/p.csv"

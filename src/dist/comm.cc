@@ -9,6 +9,11 @@
 
 #ifdef DATASYNTH_HAVE_MPI
 #include <mpi.h>
+#include <sched.h>
+#include <time.h>
+
+#include "dist/mpi_wait.h"
+#include "dist/profile.h"
 #endif
 
 namespace ds::dist {
@@ -28,17 +33,19 @@ int EnvSize() {
 #ifdef DATASYNTH_HAVE_MPI
 constexpr size_t kChunk = size_t(1) << 28;  // elements per MPI call (counts are int)
 
-Status Check(int rc, const char* call) {
-  if (rc == MPI_SUCCESS) return Status::Ok();
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  return DS_ERR(kInternal, "{} failed on {}: {}", call, Where(), std::string(text, size_t(len)));
-}
+constexpr size_t kSmall = 4096;  // bytes: waited for with Wait (mpi_wait.h)
+
+Status Check(int rc, const char* call) { return CheckMpi(rc, call); }
 
 template <typename T>
 Status Allreduce(T* data, size_t n, MPI_Datatype type, MPI_Op op, const char* call) {
   if (!Active()) return Status::Ok();
+  if (n * sizeof(T) <= kSmall) {  // the per-step statistics: a wait, not a transfer
+    MPI_Request req;
+    DS_RETURN_IF_ERROR(
+        Check(MPI_Iallreduce(MPI_IN_PLACE, data, int(n), type, op, MPI_COMM_WORLD, &req), call));
+    return Wait(&req, call);
+  }
   for (size_t i = 0; i < n; i += kChunk)
     DS_RETURN_IF_ERROR(Check(MPI_Allreduce(MPI_IN_PLACE, data + i, int(std::min(kChunk, n - i)),
                                            type, op, MPI_COMM_WORLD),
@@ -49,9 +56,41 @@ Status Allreduce(T* data, size_t n, MPI_Datatype type, MPI_Op op, const char* ca
 
 }  // namespace
 
+#ifdef DATASYNTH_HAVE_MPI
+Status CheckMpi(int rc, const char* call) {
+  if (rc == MPI_SUCCESS) return Status::Ok();
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  return DS_ERR(kInternal, "{} failed on {}: {}", call, Where(), std::string(text, size_t(len)));
+}
+
+Status Wait(MPI_Request* req, const char* call) {
+  const double t0 = WallNow();
+  for (;;) {
+    int done = 0;
+    DS_RETURN_IF_ERROR(CheckMpi(MPI_Test(req, &done, MPI_STATUS_IGNORE), call));
+    if (done) return Status::Ok();
+    const double waited = WallNow() - t0;
+    if (waited < 2e-4) continue;  // balanced ranks on idle cores: no added latency
+    if (waited < 1e-3) {
+      ::sched_yield();
+      continue;
+    }
+    timespec ts{0, 50000};
+    ::nanosleep(&ts, nullptr);
+  }
+}
+#endif
+
 void Init() {
 #ifdef DATASYNTH_HAVE_MPI
   if (g_init || EnvSize() == 0) return;
+  // A rank waiting for another yields its core (sched_yield in Open MPI's
+  // progress loop) instead of spinning: on a machine with more processes
+  // than cores the spinning would take the core from the rank it waits for
+  // (docs/scale.md). The user's setting (environment, mpirun --mca) wins.
+  ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", /*overwrite=*/0);
   int provided = 0;
   if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) return;
   g_init = true;
@@ -110,6 +149,12 @@ Status Broadcast(void* data, size_t bytes, int root) {
 #ifdef DATASYNTH_HAVE_MPI
   if (!Active()) return Status::Ok();
   char* p = static_cast<char*>(data);
+  if (bytes <= kSmall) {  // rank 0's per-step decisions
+    MPI_Request req;
+    DS_RETURN_IF_ERROR(
+        Check(MPI_Ibcast(p, int(bytes), MPI_BYTE, root, MPI_COMM_WORLD, &req), "MPI_Ibcast"));
+    return Wait(&req, "MPI_Ibcast");
+  }
   for (size_t i = 0; i < bytes; i += kChunk)
     DS_RETURN_IF_ERROR(Check(
         MPI_Bcast(p + i, int(std::min(kChunk, bytes - i)), MPI_BYTE, root, MPI_COMM_WORLD),

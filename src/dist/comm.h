@@ -1,13 +1,14 @@
 // Data-parallel runs over MPI (Open MPI from Debian; docs/scale.md).
 //
 // `mpirun -n N datasynth train|generate|synthesize ...` starts N processes
-// ("ranks"). This module is the only code that talks to MPI: the trainer, the
+// ("ranks"). src/dist is the only code that talks to MPI: the trainer, the
 // generator and tabular training call these functions at a few hook points
 // and never include <mpi.h>.
 //
 //   Init()         in main(): MPI_Init_thread (FUNNELED: MPI calls come from
 //                  the main thread only) when launched by mpirun; a no-op
-//                  otherwise.
+//                  otherwise. Waiting ranks yield their core
+//                  (mpi_yield_when_idle 1 unless the user set it).
 //   Finish(rc)     at the end of main(): MPI_Finalize after a success; after
 //                  a failure the process ends at once (_exit), so that mpirun
 //                  stops the other ranks instead of every rank waiting in a

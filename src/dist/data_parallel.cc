@@ -12,6 +12,8 @@
 
 #include "dist/comm.h"
 #include "dist/nccl.h"
+#include "dist/node_sum.h"
+#include "dist/profile.h"
 #include "privacy/secure_noise.h"
 #include "train/dataset.h"
 
@@ -20,11 +22,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-double CpuNow() {  // this process's CPU time (all threads)
-  timespec ts;
-  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-}
 
 int CeilLog2(int64_t k) {
   int e = 0;
@@ -54,22 +51,51 @@ void ExactSum::Add(const float* g, double weight) {
   std::copy(g, g + n_, t);
 }
 
-Status ExactSum::Reduce(double total_weight, float* out) {
-  // max |w g| over this rank's terms; a NaN or infinity poisons `bad`.
-  double m = 0;
+double ExactSum::MaxOf(const float* g, size_t n, double weight) {
+  float mx = 0;
   int bad = 0;
-  for (size_t k = 0; k < weights_.size(); ++k) {
-    const float* g = terms_[k].data();
-    float mx = 0;
-    for (size_t i = 0; i < n_; ++i) {
-      const float a = std::fabs(g[i]);
-      mx = a > mx ? a : mx;
-      bad |= !(a <= std::numeric_limits<float>::max());  // NaN or infinite
-    }
-    m = std::max(m, double(mx) * std::fabs(weights_[k]));
+  for (size_t i = 0; i < n; ++i) {
+    const float a = std::fabs(g[i]);
+    mx = a > mx ? a : mx;
+    bad |= !(a <= std::numeric_limits<float>::max());  // NaN or infinite
   }
-  if (bad || !std::isfinite(m)) m = std::numeric_limits<double>::infinity();
+  const double m = double(mx) * std::fabs(weight);
+  return bad || !std::isfinite(m) ? std::numeric_limits<double>::infinity() : m;
+}
+
+double ExactSum::LocalMax() const {
+  double m = 0;
+  for (size_t k = 0; k < weights_.size(); ++k) m = std::max(m, MaxOf(terms_[k].data(), n_, weights_[k]));
+  return m;
+}
+
+int ExactSum::Shift(double m, int total_terms) {
+  // |w g| 2^shift < 2^(62 - log2 K): total_terms of them stay below 2^62.
+  return std::clamp(62 - (std::ilogb(m) + 1) - CeilLog2(std::max(1, total_terms)), -1000, 1000);
+}
+
+void ExactSum::SumRange(const std::vector<const float*>& g, const std::vector<double>& w,
+                        int shift, double total_weight, size_t lo, size_t hi, float* out) {
+  // Every rank converts a term the same way (multiply, truncate toward 0), so
+  // the integers, and their sum, do not depend on where the term was computed.
+  const size_t nt = g.size();
+  std::vector<double> c(nt);
+  for (size_t k = 0; k < nt; ++k) c[k] = std::ldexp(w[k], shift);
+  const double back = std::ldexp(1.0, -shift) / total_weight;
+  for (size_t i = lo; i < hi; ++i) {
+    int64_t v = 0;
+    for (size_t k = 0; k < nt; ++k) v += int64_t(double(g[k][i]) * c[k]);
+    out[i] = float(double(v) * back);
+  }
+}
+
+Status ExactSum::Reduce(double total_weight, float* out) {
+  double m = LocalMax();
   DS_RETURN_IF_ERROR(AllreduceMax(&m, 1));
+  return ReduceWithMax(m, total_weight, out);
+}
+
+Status ExactSum::ReduceWithMax(double m, double total_weight, float* out) {
   if (!std::isfinite(m)) {
     std::fill(out, out + n_, std::numeric_limits<float>::quiet_NaN());
     return Status::Ok();
@@ -78,36 +104,40 @@ Status ExactSum::Reduce(double total_weight, float* out) {
     std::fill(out, out + n_, 0.0f);
     return Status::Ok();
   }
-  // |w g| 2^shift < 2^(62 - log2 K): total_terms of them stay below 2^62.
-  // Every rank converts a term the same way (multiply, truncate toward 0), so
-  // the integers, and their sum, do not depend on where the term was computed.
-  const int shift =
-      std::clamp(62 - (std::ilogb(m) + 1) - CeilLog2(total_terms_), -1000, 1000);
+  // The integers of SumRange, summed over the ranks.
+  const int shift = Shift(m, total_terms_);
   // One pass over the terms per element (the loop is bound by memory).
   q_.resize(n_);
   int64_t* q = q_.data();
   const size_t nt = weights_.size();
-  std::vector<const float*> g(nt);
-  std::vector<double> c(nt);
-  for (size_t k = 0; k < nt; ++k) {
-    g[k] = terms_[k].data();
-    c[k] = std::ldexp(weights_[k], shift);
-  }
-  if (nt == 0) {
-    std::fill(q, q + n_, 0);
-  } else if (nt == 1) {
-    for (size_t i = 0; i < n_; ++i) q[i] = int64_t(double(g[0][i]) * c[0]);
-  } else {
-    for (size_t i = 0; i < n_; ++i) {
-      int64_t v = 0;
-      for (size_t k = 0; k < nt; ++k) v += int64_t(double(g[k][i]) * c[k]);
-      q[i] = v;
+  {
+    Timed timed(Phase::kFixed);
+    std::vector<const float*> g(nt);
+    std::vector<double> c(nt);
+    for (size_t k = 0; k < nt; ++k) {
+      g[k] = terms_[k].data();
+      c[k] = std::ldexp(weights_[k], shift);
+    }
+    if (nt == 0) {
+      std::fill(q, q + n_, 0);
+    } else if (nt == 1) {
+      for (size_t i = 0; i < n_; ++i) q[i] = int64_t(double(g[0][i]) * c[0]);
+    } else {
+      for (size_t i = 0; i < n_; ++i) {
+        int64_t v = 0;
+        for (size_t k = 0; k < nt; ++k) v += int64_t(double(g[k][i]) * c[k]);
+        q[i] = v;
+      }
     }
   }
-  if (NcclComm* nccl = SharedNccl())  // DATASYNTH_NCCL=1 with a GPU per rank
-    DS_RETURN_IF_ERROR(nccl->AllreduceSum(q_.data(), n_));
-  else
-    DS_RETURN_IF_ERROR(AllreduceSum(q_.data(), n_));
+  {
+    Timed timed(Phase::kAllreduce);
+    if (NcclComm* nccl = SharedNccl())  // DATASYNTH_NCCL=1 with a GPU per rank
+      DS_RETURN_IF_ERROR(nccl->AllreduceSum(q_.data(), n_));
+    else
+      DS_RETURN_IF_ERROR(AllreduceSum(q_.data(), n_));
+  }
+  Timed timed(Phase::kFixed);
   const double back = std::ldexp(1.0, -shift) / total_weight;
   for (size_t i = 0; i < n_; ++i) out[i] = float(double(q[i]) * back);
   return Status::Ok();
@@ -133,14 +163,21 @@ void SliceBatch(const Batch& b, int lo, int hi, Batch* out) {
 // Every shard's statistics on every rank (the others' entries are zeros, so
 // the double sum is exact), added in shard order.
 Result<StepStats> DataParallel::SumStats(const std::vector<StepStats>& mine,
-                                         const std::vector<int>& ids, int count) {
-  std::vector<double> all(size_t(count) * 3, 0.0);
+                                         const std::vector<int>& ids, int count, double* max) {
+  // [shard][loss, correct, count], then (max) one slot per rank.
+  std::vector<double> all(size_t(count) * 3 + (max ? size_t(Size()) : 0), 0.0);
+  if (max) all[size_t(count) * 3 + size_t(Rank())] = *max;
   for (size_t j = 0; j < mine.size(); ++j) {
     all[size_t(ids[j]) * 3] = mine[j].loss_sum;
     all[size_t(ids[j]) * 3 + 1] = mine[j].correct;
     all[size_t(ids[j]) * 3 + 2] = mine[j].count;
   }
-  DS_RETURN_IF_ERROR(AllreduceSum(all.data(), all.size()));
+  {
+    Timed timed(Phase::kWait);  // the first collective after the steps
+    DS_RETURN_IF_ERROR(AllreduceSum(all.data(), all.size()));
+  }
+  if (max)
+    *max = *std::max_element(all.begin() + long(count) * 3, all.end());
   StepStats s;
   for (int k = 0; k < count; ++k) {
     s.loss_sum += all[size_t(k) * 3];
@@ -153,6 +190,10 @@ Result<StepStats> DataParallel::SumStats(const std::vector<StepStats>& mine,
 Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
                                      uint64_t dropout_seed) {
   DS_RETURN_IF_ERROR(error_);
+  if (!node_tried_) {  // collective: every rank's first step
+    node_tried_ = true;
+    DS_ASSIGN_OR_RETURN(node_, NodeSum::Make(params_, shards_));
+  }
   const int k_total = std::min(shards_, global.batch);
   sum_.Begin(params_, k_total);
   std::vector<StepStats> mine;
@@ -160,12 +201,19 @@ Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
   Batch part;
   auto t0 = Clock::now();
   double cpu0 = CpuNow();
-  for (int k = Rank(); k < k_total; k += Size()) {
+  for (int k = Rank(), j = 0; k < k_total; k += Size(), ++j) {
     const int lo = int(int64_t(global.batch) * k / k_total);
     const int hi = int(int64_t(global.batch) * (k + 1) / k_total);
     SliceBatch(global, lo, hi, &part);
+    Timed timed(Phase::kSteps);
     StepStats s = backend.Step(part, /*train=*/true, dropout_seed + 0x632be59bd9b4e019ull * uint64_t(k));
-    backend.GetGrads(sum_.Add(s.count));
+    if (node_) {
+      backend.GetGrads(node_->Term(j));  // straight into shared memory
+      timed.Stop();
+      node_->SetStats(j, s);
+    } else {
+      backend.GetGrads(sum_.Add(s.count));
+    }
     mine.push_back(s);
     ids.push_back(k);
   }
@@ -173,8 +221,18 @@ Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
   const double cpu1 = CpuNow();
   step_cpu_ += cpu1 - cpu0;
   auto c0 = Clock::now();
-  DS_ASSIGN_OR_RETURN(StepStats total, SumStats(mine, ids, k_total));
-  DS_RETURN_IF_ERROR(sum_.Reduce(std::max(total.count, 1.0), grad_.data()));
+  StepStats total;
+  if (node_) {
+    DS_ASSIGN_OR_RETURN(total, node_->Reduce(k_total, grad_.data()));
+  } else {
+    double max;
+    {
+      Timed timed(Phase::kFixed);
+      max = sum_.LocalMax();
+    }
+    DS_ASSIGN_OR_RETURN(total, SumStats(mine, ids, k_total, &max));
+    DS_RETURN_IF_ERROR(sum_.ReduceWithMax(max, std::max(total.count, 1.0), grad_.data()));
+  }
   comm_seconds_ += Since(c0);
   comm_cpu_ += CpuNow() - cpu1;
   backend.SetGrads(grad_.data());
@@ -225,8 +283,9 @@ Result<StepStats> DataParallel::DpStep(TrainBackend& backend, std::vector<int64_
   return total;
 }
 
-void DataParallel::FillIn(std::vector<StepStats>* per) {
-  std::vector<double> all(per->size() * 3);
+bool DataParallel::FillIn(std::vector<StepStats>* per, bool rank0_cancelled) {
+  std::vector<double> all(per->size() * 3 + 1);
+  all.back() = Rank() == 0 && rank0_cancelled ? 1 : 0;
   for (size_t i = 0; i < per->size(); ++i) {
     all[i * 3] = (*per)[i].loss_sum;
     all[i * 3 + 1] = (*per)[i].correct;
@@ -234,10 +293,12 @@ void DataParallel::FillIn(std::vector<StepStats>* per) {
   }
   if (Status s = AllreduceSum(all.data(), all.size()); !s.ok() && error_.ok()) error_ = s;
   for (size_t i = 0; i < per->size(); ++i) (*per)[i] = {all[i * 3], all[i * 3 + 1], all[i * 3 + 2]};
+  return all.back() > 0;
 }
 
 bool DataParallel::Decide(bool rank0_value) {
   uint8_t v = rank0_value ? 1 : 0;
+  Timed timed(Phase::kWait);
   if (Status s = BroadcastValue(&v); !s.ok() && error_.ok()) error_ = s;
   return v != 0;
 }
@@ -245,9 +306,9 @@ bool DataParallel::Decide(bool rank0_value) {
 std::string DataParallel::Report() const {
   const double total = step_seconds_ + comm_seconds_;
   return fmt::format(
-      "mpi: {} ranks, {} shards per global batch; gradient sums took {:.1f}% of the step time "
-      "({:.2f}s of {:.2f}s on rank {}; CPU: shard steps {:.2f}s, sums {:.2f}s)",
-      Size(), shards_, total > 0 ? 100.0 * comm_seconds_ / total : 0.0, comm_seconds_, total,
+      "mpi: {} ranks, {} shards per global batch, summed {}; gradient sums took {:.1f}% of the "
+      "step time ({:.2f}s of {:.2f}s on rank {}; CPU: shard steps {:.2f}s, sums {:.2f}s)",
+      Size(), shards_, node_ ? "in shared memory (one host)" : "by MPI_Allreduce", total > 0 ? 100.0 * comm_seconds_ / total : 0.0, comm_seconds_, total,
       Rank(), step_cpu_, comm_cpu_);
 }
 

@@ -26,6 +26,7 @@
 
 #include "backend/backend.h"
 #include "dist/comm.h"
+#include "dist/node_sum.h"
 #include "util/status.h"
 
 namespace ds {
@@ -53,6 +54,21 @@ class ExactSum {
   float* Add(double weight);
   // Collective: every rank calls it with the same total_weight.
   Status Reduce(double total_weight, float* out);
+  // Reduce in two halves, for a caller that carries the scale in a collective
+  // of its own (DataParallel: with the step statistics, one collective less
+  // per step): this rank's max |w g| (infinity where a term is not finite),
+  // then the sum given the max over all ranks.
+  double LocalMax() const;
+  Status ReduceWithMax(double global_max, double total_weight, float* out);
+
+  // The pieces, shared with NodeSum (node_sum.h): max |w g| over terms
+  // (infinity where one is not finite); the scale exponent for a global max
+  // and K terms; elements [lo, hi) of sum_k trunc(w_k 2^shift g_k[i]) / 2^shift
+  // / total_weight into out[lo, hi).
+  static double MaxOf(const float* g, size_t n, double weight);
+  static int Shift(double global_max, int total_terms);
+  static void SumRange(const std::vector<const float*>& g, const std::vector<double>& w,
+                       int shift, double total_weight, size_t lo, size_t hi, float* out);
 
  private:
   size_t n_ = 0;
@@ -88,8 +104,9 @@ class DataParallel {
   // Validation batches spread over the ranks: batch b is rank b % N's.
   bool Owns(int64_t b) const { return b % Size() == Rank(); }
   // Collective: fills in the entries of the other ranks' batches (this
-  // rank's others are zero), exactly.
-  void FillIn(std::vector<StepStats>* per);
+  // rank's others are zero), exactly; true on every rank when rank 0 was
+  // interrupted (rank0_cancelled there: one collective per validation).
+  bool FillIn(std::vector<StepStats>* per, bool rank0_cancelled);
 
   // rank 0's decision (time budget, Ctrl-C) on every rank. An MPI failure
   // is kept and returned by the next Step / DpStep.
@@ -104,13 +121,17 @@ class DataParallel {
 
  private:
   DataParallel(int shards, size_t params) : shards_(shards), params_(params), grad_(params) {}
+  // The shards' statistics in shard order, and (with_max) the max over the
+  // ranks of ExactSum::LocalMax, in one collective.
   Result<StepStats> SumStats(const std::vector<StepStats>& mine, const std::vector<int>& ids,
-                             int count);
+                             int count, double* max = nullptr);
 
   int shards_;
   size_t params_;
   std::vector<float> grad_;
   ExactSum sum_;
+  std::unique_ptr<NodeSum> node_;  // all ranks on one host (node_sum.h)
+  bool node_tried_ = false;
   double comm_seconds_ = 0, step_seconds_ = 0;  // wall
   double comm_cpu_ = 0, step_cpu_ = 0;          // CPU time of this process
   Status error_;

@@ -21,6 +21,7 @@
 #include "backend/memory_estimate.h"
 #include "backend/registry.h"
 #include "dist/data_parallel.h"
+#include "dist/profile.h"
 #include "io/csv.h"
 #include "io/input.h"
 #include "privacy/dp_config.h"
@@ -218,8 +219,8 @@ class TrainRun {
   // the final files, kFinishReserve), fit.
   static constexpr double kFinishReserve = 0.1;
   bool Fits(double seconds) const {
-    return Rank0(budget_ <= 0 ||
-                 Elapsed() + seconds + ValEstimate() + SaveEstimate() + kFinishReserve <= budget_);
+    if (budget_ <= 0) return true;  // the same on every rank: no collective
+    return Rank0(Elapsed() + seconds + ValEstimate() + SaveEstimate() + kFinishReserve <= budget_);
   }
   // --- step budget: max_training_steps optimizer steps over the whole run
   // (resumed sessions continue global_step_) ---
@@ -310,6 +311,7 @@ class TrainRun {
 
   Status Train() {
     auto t0 = Clock::now();
+    dist::Timed setup_time(dist::Phase::kSetup);  // mpirun's profile (src/dist/profile.h)
     Json resume_state;
     if (opts_.resume) DS_RETURN_IF_ERROR(LoadResumeState(&resume_state));
     SetBudget(resume_state);
@@ -410,6 +412,7 @@ class TrainRun {
         cfg_.dp ? "" : fmt::format(" and {} validation batches", data_.val_batches()), threads_,
         PrecisionName(backend_->precision())));
 
+    setup_time.Stop();
     ChooseMetric();
     lr_ = LrSchedule(cfg_.lr_schedule == "plateau", cfg_.learning_rate, cfg_.lr_plateau_factor,
                      cfg_.lr_plateau_patience, cfg_.lr_min_ratio);
@@ -704,18 +707,24 @@ class TrainRun {
   ValResult Validate(double max_seconds = kInf, int64_t min_batches = 1) {
     ValResult v;
     if (cfg_.dp || data_.val_batches() == 0) return v;
+    dist::Timed val_time(dist::Phase::kValidate);
     StepStats sum;
     Batch batch;
     auto v0 = Clock::now();
     double first = 0;  // the first batch's time (warm-up), left out of the estimate
     // mpirun without a time box: batch b on rank b % N (src/dist); the sums
-    // stay in batch order.
+    // stay in batch order, rank 0's Ctrl-C is agreed on with them (FillIn).
     const bool spread = dist_ && !(max_seconds < kInf);
+    bool rank0_cancelled = false;
     std::vector<StepStats> per;  // [batch]
     for (int64_t b = 0; b < data_.val_batches(); ++b) {
-      if (spread ? Rank0(Cancelled()) : Cancelled()) {
+      if (Cancelled() && !spread) {
         v.cancelled = true;
         return v;
+      }
+      if (spread && dist::Rank() == 0 && Cancelled()) {
+        rank0_cancelled = true;
+        break;
       }
       if (b >= min_batches && Since(v0) * double(b + 1) / double(b) > max_seconds) break;
       per.emplace_back();
@@ -725,7 +734,14 @@ class TrainRun {
       per.back() = backend_->Step(batch, /*train=*/false, 0);
       if (b == 0) first = Since(v0);
     }
-    if (spread) dist_->FillIn(&per);
+    if (spread) {
+      per.resize(size_t(data_.val_batches()));
+      v.batches = data_.val_batches();
+      if (dist_->FillIn(&per, rank0_cancelled)) {
+        v.cancelled = true;
+        return v;
+      }
+    }
     for (const StepStats& s : per) {
       sum.loss_sum += s.loss_sum;
       sum.correct += s.correct;
@@ -819,7 +835,10 @@ class TrainRun {
           s = backend_->Step(batch, /*train=*/true, dropout_seed);
         }
       }
-      backend_->ApplyOptimizer(opt, ++global_step_);
+      {
+        dist::Timed opt_time(dist::Phase::kOptimizer);
+        backend_->ApplyOptimizer(opt, ++global_step_);
+      }
       last_step_seconds_ = Since(s0);
       if (steps_seen_++ > 0) {
         step_seconds_ += last_step_seconds_;
@@ -890,6 +909,7 @@ class TrainRun {
   // process dies between any two writes.
   Status EndEpoch(EpochResult& r, const InputData& input, char delim) {
     auto s0 = Clock::now();
+    dist::Timed save_time(dist::Phase::kSave);
     DS_RETURN_IF_ERROR(WriteEpoch(r, input, delim));
     save_seconds_ = std::max(save_seconds_, Since(s0));
     return Status::Ok();
@@ -1046,7 +1066,11 @@ class TrainRun {
     summary_.meta = Meta(input, delim);
     DS_RETURN_IF_ERROR(WriteModelParams(dir(), cfg_, summary_.meta));
     summary_.seconds = Since(t0);
-    if (dist_) obs_.OnInfo(dist_->Report());
+    if (dist_) {
+      obs_.OnInfo(dist_->Report());
+      DS_ASSIGN_OR_RETURN(std::vector<std::string> profile, dist::ProfileLines(Since(t0)));
+      for (const std::string& line : profile) obs_.OnInfo(line);
+    }
     if (backend_) summary_.device_memory = backend_->memory_stats();
     summary_.tokens_per_s = compute_seconds_ > 0 ? double(trained_tokens_) / (compute_seconds_ + prior_seconds_) : 0;
     return Status::Ok();

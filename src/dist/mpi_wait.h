@@ -1,0 +1,24 @@
+// Waiting for a non-blocking MPI call without burning the core (src/dist
+// only; docs/scale.md "Where a rank's time goes").
+//
+// Open MPI's blocking calls poll until the other ranks arrive. A rank that
+// waits long (the other rank was descheduled on a shared machine, or is
+// slower) then takes CPU from everything else. Wait() polls MPI_Test for the
+// first 0.2 ms (the usual wait between balanced ranks on idle cores: no added
+// latency), then yields the core until 1 ms, then sleeps 50 us between polls.
+#pragma once
+
+#ifdef DATASYNTH_HAVE_MPI
+#include <mpi.h>
+
+#include "util/status.h"
+
+namespace ds::dist {
+
+// kInternal naming `call` unless rc is MPI_SUCCESS.
+Status CheckMpi(int rc, const char* call);
+// Completes `req`; kInternal naming `call` on failure.
+Status Wait(MPI_Request* req, const char* call);
+
+}  // namespace ds::dist
+#endif

@@ -1,0 +1,168 @@
+#include "dist/node_sum.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "dist/comm.h"
+#include "dist/data_parallel.h"
+#include "dist/nccl.h"
+#include "dist/profile.h"
+
+#ifdef DATASYNTH_HAVE_MPI
+#include <mpi.h>
+
+#include "dist/mpi_wait.h"
+#endif
+
+namespace ds::dist {
+
+#ifdef DATASYNTH_HAVE_MPI
+namespace {
+
+Status Check(int rc, const char* call) { return CheckMpi(rc, call); }
+
+}  // namespace
+
+// A rank's segment: [header: per local shard {loss, correct, count, max}]
+// [its shards' gradients: terms x params floats][its slice of the result].
+struct NodeSum::Impl {
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Win win = MPI_WIN_NULL;
+  size_t params = 0, terms = 0, header = 0;  // header in doubles
+  bool locked = false;
+  std::vector<char*> seg;                    // every rank's segment
+
+  double* Header(int rank) const { return reinterpret_cast<double*>(seg[size_t(rank)]); }
+  float* TermOf(int rank, size_t j) const {
+    return reinterpret_cast<float*>(seg[size_t(rank)] + header * sizeof(double)) + j * params;
+  }
+  float* Out(int rank) const { return TermOf(rank, terms); }
+  // Every rank's writes before it visible to every rank after it.
+  Status Sync() {
+    DS_RETURN_IF_ERROR(Check(MPI_Win_sync(win), "MPI_Win_sync"));
+    MPI_Request req;
+    DS_RETURN_IF_ERROR(Check(MPI_Ibarrier(node, &req), "MPI_Ibarrier"));
+    DS_RETURN_IF_ERROR(Wait(&req, "MPI_Ibarrier"));
+    return Check(MPI_Win_sync(win), "MPI_Win_sync");
+  }
+};
+
+Result<std::unique_ptr<NodeSum>> NodeSum::Make(size_t params, int shards) {
+  if (!Active() || Size() < 2 || SharedNccl()) return std::unique_ptr<NodeSum>();
+  if (const char* e = std::getenv("DATASYNTH_MPI_SHM"); e && std::string(e) == "0")
+    return std::unique_ptr<NodeSum>();
+  std::unique_ptr<NodeSum> ns(new NodeSum);
+  auto& m = *(ns->impl_ = std::make_unique<Impl>());
+  DS_RETURN_IF_ERROR(Check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, Rank(),
+                                               MPI_INFO_NULL, &m.node),
+                           "MPI_Comm_split_type"));
+  int node_size = 0;
+  MPI_Comm_size(m.node, &node_size);
+  // Several hosts: every rank learns it (the same answer everywhere).
+  DS_ASSIGN_OR_RETURN(bool split, Any(node_size != Size()));
+  if (split) return std::unique_ptr<NodeSum>();
+  m.params = params;
+  m.terms = size_t((std::max(1, shards) + Size() - 1) / Size());
+  m.header = (4 * m.terms + 7) / 8 * 8;  // 64-byte aligned gradients
+  const size_t bytes = m.header * sizeof(double) + (m.terms + 1) * params * sizeof(float);
+  void* base = nullptr;
+  const int rc = MPI_Win_allocate_shared(MPI_Aint(bytes), 1, MPI_INFO_NULL, m.node, &base, &m.win);
+  // No shared memory for it on some rank (a small /dev/shm or session
+  // directory): all ranks keep the allreduce.
+  DS_ASSIGN_OR_RETURN(bool failed, Any(rc != MPI_SUCCESS));
+  if (failed) {
+    if (rc != MPI_SUCCESS) m.win = MPI_WIN_NULL;
+    return std::unique_ptr<NodeSum>();
+  }
+  MPI_Win_set_errhandler(m.win, MPI_ERRORS_RETURN);
+  DS_RETURN_IF_ERROR(Check(MPI_Win_lock_all(MPI_MODE_NOCHECK, m.win), "MPI_Win_lock_all"));
+  m.locked = true;
+  m.seg.resize(size_t(Size()));
+  for (int r = 0; r < Size(); ++r) {
+    MPI_Aint size = 0;
+    int unit = 0;
+    void* p = nullptr;
+    DS_RETURN_IF_ERROR(Check(MPI_Win_shared_query(m.win, r, &size, &unit, &p), "MPI_Win_shared_query"));
+    m.seg[size_t(r)] = static_cast<char*>(p);
+  }
+  return ns;
+}
+
+NodeSum::~NodeSum() {
+  if (!impl_) return;
+  if (impl_->win != MPI_WIN_NULL) {
+    if (impl_->locked) MPI_Win_unlock_all(impl_->win);
+    MPI_Win_free(&impl_->win);
+  }
+  if (impl_->node != MPI_COMM_NULL) MPI_Comm_free(&impl_->node);
+}
+
+float* NodeSum::Term(int j) { return impl_->TermOf(Rank(), size_t(j)); }
+
+void NodeSum::SetStats(int j, const StepStats& s) {
+  double* h = impl_->Header(Rank()) + 4 * size_t(j);
+  h[0] = s.loss_sum;
+  h[1] = s.correct;
+  h[2] = s.count;
+  Timed timed(Phase::kFixed);
+  h[3] = ExactSum::MaxOf(Term(j), impl_->params, s.count);
+}
+
+Result<StepStats> NodeSum::Reduce(int shards, float* out) {
+  Impl& m = *impl_;
+  {
+    Timed timed(Phase::kWait);
+    DS_RETURN_IF_ERROR(m.Sync());
+  }
+  // Shard k is rank k % N's term k / N.
+  StepStats total;
+  double max = 0;
+  std::vector<const float*> g(static_cast<size_t>(shards));
+  std::vector<double> w(static_cast<size_t>(shards));
+  for (int k = 0; k < shards; ++k) {
+    const double* h = m.Header(k % Size()) + 4 * size_t(k / Size());
+    total.loss_sum += h[0];
+    total.correct += h[1];
+    total.count += h[2];
+    max = std::max(max, h[3]);
+    g[size_t(k)] = m.TermOf(k % Size(), size_t(k / Size()));
+    w[size_t(k)] = h[2];
+  }
+  const size_t n = m.params;
+  const size_t lo = n * size_t(Rank()) / size_t(Size()), hi = n * size_t(Rank() + 1) / size_t(Size());
+  float* mine = m.Out(Rank());
+  {
+    Timed timed(Phase::kFixed);
+    if (!std::isfinite(max))
+      std::fill(mine + lo, mine + hi, std::numeric_limits<float>::quiet_NaN());
+    else if (max == 0)
+      std::fill(mine + lo, mine + hi, 0.0f);
+    else
+      ExactSum::SumRange(g, w, ExactSum::Shift(max, shards), std::max(total.count, 1.0), lo, hi,
+                         mine);
+  }
+  Timed timed(Phase::kAllreduce);
+  DS_RETURN_IF_ERROR(m.Sync());
+  for (int r = 0; r < Size(); ++r) {
+    const size_t a = n * size_t(r) / size_t(Size()), b = n * size_t(r + 1) / size_t(Size());
+    std::memcpy(out + a, m.Out(r) + a, (b - a) * sizeof(float));
+  }
+  return total;
+}
+
+#else
+
+struct NodeSum::Impl {};
+Result<std::unique_ptr<NodeSum>> NodeSum::Make(size_t, int) { return std::unique_ptr<NodeSum>(); }
+NodeSum::~NodeSum() = default;
+float* NodeSum::Term(int) { return nullptr; }
+void NodeSum::SetStats(int, const StepStats&) {}
+Result<StepStats> NodeSum::Reduce(int, float*) { return DS_ERR(kUnavailable, "no MPI"); }
+
+#endif
+
+}  // namespace ds::dist
