@@ -163,6 +163,14 @@ std::vector<Config::Key> MakeKeys() {
          "under dp, also store category sets and min/max (they reveal exact values)");
   DS_KEY(dp_deterministic_noise, T::kBool, G::kPrivacy,
          "TESTS ONLY: derive DP noise from the seed (gives no privacy)");
+  Reals(DS_KEY(dp_marginal_share, T::kDouble, G::kPrivacy,
+               "with calibrate: share of dp_target_epsilon spent on the measured marginals"),
+        0.001, 0.9);
+  DS_KEY(schema, T::kString, G::kTokenizer,
+         "public schema JSON for the field tokenizer (required for it under dp; "
+         "`datasynth schema` writes a template)");
+  DS_KEY(calibrate, T::kBool, G::kTraining,
+         "after training, match the generated per-column marginals to the measured ones");
   // generation
   Reals(DS_KEY(gen_temp, T::kDouble, G::kGeneration, "sampling temperature"), 1e-6, 1e3);
   Ints(DS_KEY(gen_chars, T::kInt64, G::kGeneration, "cap on characters per record (0 = none)"), 0,

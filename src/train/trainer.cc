@@ -28,6 +28,8 @@
 #include "privacy/secure_noise.h"
 #include "schema/column_rules.h"
 #include "schema/column_type.h"
+#include "schema/public_schema.h"
+#include "tokenize/field_tokenizer.h"
 #include "train/dataset.h"
 #include "util/fs.h"
 #include "util/rng.h"
@@ -330,6 +332,7 @@ class TrainRun {
                             delim ? fmt::format(" of {} fields", input.header.size()) : "",
                             opts_.input_path));
     DS_RETURN_IF_ERROR(ApplyDpPolicy());
+    DS_RETURN_IF_ERROR(ApplySchema(delim, &input));
     if (cfg_.dp && !opts_.resume) ApplyDpDefaults(int64_t(input.records.size()));
     // Delimited data defaults to typed value tokens (docs/typed_fields.md);
     // text lines keep SentencePiece, --dp keeps char (ApplyDpPolicy).
@@ -339,7 +342,10 @@ class TrainRun {
     if (delim && !opts_.resume) {
       RuleOptions ropts;
       if (cfg_.dp && !cfg_.dp_store_value_rules) ropts.store_values = false;
-      ColumnRules rules = LearnColumnRules(input.header, input.records, ropts);
+      // A schema-built field tokenizer under dp: no rule is read off the data.
+      ColumnRules rules = cfg_.dp && !schema_.columns.empty()
+                              ? ColumnRules::FieldCountOnly(input.header)
+                              : LearnColumnRules(input.header, input.records, ropts);
       DS_RETURN_IF_ERROR(
           WriteFileAtomic(dir() + "/column_rules.json", rules.ToJson().dump(1) + "\n"));
     }
@@ -362,7 +368,11 @@ class TrainRun {
         t.rare_count = cfg_.field_rare_count;
         DS_ASSIGN_OR_RETURN(t.field_types, ParseFieldTypes(cfg_.field_types));
       }
-      DS_ASSIGN_OR_RETURN(tok, TrainTokenizer(t, input.records));
+      if (cfg_.tokenizer == "field" && !schema_.columns.empty()) {
+        DS_ASSIGN_OR_RETURN(tok, FieldTokenizer::FromSchema(schema_));
+      } else {
+        DS_ASSIGN_OR_RETURN(tok, TrainTokenizer(t, input.records));
+      }
       DS_RETURN_IF_ERROR(tok->Save(dir()));
     }
     obs_.OnInfo(fmt::format("tokenizer: {} with {} tokens{} ({:.1f}s)", tok->type(),
@@ -553,26 +563,46 @@ class TrainRun {
 
   Status ApplyDpPolicy() {
     if (!cfg_.dp) return Status::Ok();
-    if (cfg_.tokenizer == "field" && cfg_.IsExplicit("tokenizer"))
+    // With a public schema the field tokenizer is built from it alone.
+    const bool schema_field = !cfg_.schema.empty() && (cfg_.tokenizer == "field" ||
+                                                        !cfg_.IsExplicit("tokenizer"));
+    if (cfg_.tokenizer == "field" && cfg_.IsExplicit("tokenizer") && !schema_field)
       return DS_ERR(kInvalidArgument,
                     "--dp with tokenizer 'field': its per-column vocabularies (categories, "
                     "ranges, dates) are learned from the private records and would leak outside "
-                    "the privacy guarantee; use the char tokenizer (the default under --dp)");
+                    "the privacy guarantee; give a public schema (--schema, `datasynth "
+                    "schema` writes a template) or use the char tokenizer");
     if (cfg_.tokenizer == "sentencepiece" && cfg_.IsExplicit("tokenizer"))
       return DS_ERR(kInvalidArgument,
                     "--dp with tokenizer 'sentencepiece': a SentencePiece vocabulary trained on "
                     "the private records would itself reveal rare substrings of them (names, IDs) "
                     "outside the privacy guarantee; use the char tokenizer (the default under "
                     "--dp)");
-    if (cfg_.tokenizer != "char")
+    if (cfg_.tokenizer != "char" && !schema_field)
       obs_.OnInfo("dp: using the char tokenizer (a vocabulary learned from the data would leak)");
     if (cfg_.validation_split)
       obs_.OnInfo("dp: no validation split, early stopping or best-epoch choice; the last "
                   "epoch's weights are kept");
-    cfg_.tokenizer = "char";
+    cfg_.tokenizer = schema_field ? "field" : "char";
     cfg_.validation_split = false;
     cfg_.early_stopping = false;
     cfg_.save_best_model = false;
+    return Status::Ok();
+  }
+
+  // `schema`: loads the public schema, checks it against the header and maps
+  // the records into it (schema/public_schema.h; counts only are reported).
+  Status ApplySchema(char delim, InputData* input) {
+    if (cfg_.schema.empty() || opts_.resume) return Status::Ok();
+    if (!delim)
+      return DS_ERR(kInvalidArgument, "config key 'schema': only for delimited data (CSV)");
+    DS_ASSIGN_OR_RETURN(schema_, LoadPublicSchema(cfg_.schema));
+    DS_RETURN_IF_ERROR(CheckSchemaHeader(schema_, input->header));
+    ConformReport rep = ConformRecords(schema_, &input->records, &input->lines);
+    if (const std::string d = rep.Describe(schema_); !d.empty()) obs_.OnInfo(d);
+    if (input->records.empty())
+      return DS_ERR(kInvalidInput, "{}: no record fits the schema {}", opts_.input_path,
+                    cfg_.schema);
     return Status::Ok();
   }
 
@@ -1040,6 +1070,7 @@ class TrainRun {
   SequenceData data_;
   RecordData recs_;
   DpRun dp_;
+  PublicSchema schema_;  // `schema` (empty: none)
   NetworkSpec spec_;
   ParamLayout layout_;
   std::unique_ptr<TrainBackend> backend_;
