@@ -30,6 +30,7 @@
 #include "schema/column_type.h"
 #include "schema/public_schema.h"
 #include "tokenize/field_tokenizer.h"
+#include "train/calibrate.h"
 #include "train/dataset.h"
 #include "util/fs.h"
 #include "util/rng.h"
@@ -382,7 +383,7 @@ class TrainRun {
 
     if (tok->decodes_records())
       AdaptRecordShape(RecordTokens(input, *tok), MaxRecordTokens(*tok),
-                       !cfg_.IsExplicit("seq_length"), !cfg_.IsExplicit("batch_size"),
+                       !cfg_.IsExplicit("seq_length"), !cfg_.IsExplicit("batch_size") && !cfg_.dp,
                        &cfg_.seq_length, &cfg_.batch_size);
     // Sequences (DP: one example per record).
     int max_batch = cfg_.batch_size, max_steps = cfg_.seq_length;
@@ -666,18 +667,26 @@ class TrainRun {
     s.dp_l2_norm_clip = cfg_.dp_l2_norm_clip;
     s.dp_target_epsilon = cfg_.dp_target_epsilon;
     s.dp_delta = cfg_.dp_delta;
+    if (cfg_.calibrate && dynamic_cast<const FieldTokenizer*>(&tok))
+      s.marginal_share = cfg_.dp_marginal_share;
     Result<DpPlan> plan = PlanDp(s, recs_.records(), cfg_.batch_size, cfg_.epochs);
     if (!plan.ok()) return plan.status().WithContext(opts_.input_path);
     dp_.plan = plan.value();
     dp_.steps_per_epoch = (recs_.records() + cfg_.batch_size - 1) / cfg_.batch_size;
     dp_.max_steps = dp_.plan.steps;
     if (cfg_.dp_target_epsilon > 0) {
-      dp_.max_steps = std::min(dp_.plan.steps,
-                               MaxStepsWithinBudget(cfg_.dp_target_epsilon, dp_.plan.sampling_rate,
-                                                    dp_.plan.noise_multiplier, dp_.plan.delta));
+      const std::vector<double> extra = dp_.plan.ExtraRdp();
+      dp_.max_steps = std::min(
+          dp_.plan.steps,
+          MaxStepsWithinBudget(cfg_.dp_target_epsilon, dp_.plan.sampling_rate,
+                               dp_.plan.noise_multiplier, dp_.plan.delta, RdpConversion::kImproved,
+                               extra.empty() ? nullptr : &extra));
       cfg_.dp_noise_multiplier = dp_.plan.noise_multiplier;
     }
     obs_.OnInfo(DescribeDpPlan(dp_.plan));
+    // The marginals are measured (once) with the training records: composed
+    // from the start, so every epoch's epsilon includes them.
+    if (dp_.plan.marginal_noise_multiplier > 0) dp_.accountant.AddGaussian(dp_.plan.marginal_noise_multiplier);
     dp_.threshold = NormalQuantile(dp_.plan.sampling_rate);
     return Status::Ok();
   }
@@ -1011,7 +1020,46 @@ class TrainRun {
     DS_ASSIGN_OR_RETURN(const float* o, f->Section("optimizer", opt_count));
     DS_RETURN_IF_ERROR(backend_->SetOptimizerState(std::vector<float>(o, o + opt_count)));
     if (cfg_.dp) dp_.accountant.AddSteps(dp_.plan.sampling_rate, dp_.plan.noise_multiplier, global_step_);
+    if (cfg_.dp && dp_.plan.marginal_noise_multiplier > 0)
+      dp_.accountant.AddGaussian(dp_.plan.marginal_noise_multiplier);
     epoch_written_ = true;
+    return Status::Ok();
+  }
+
+  // `calibrate` (train/calibrate.h): the kept weights' output biases moved so
+  // the generated 1-way marginals match the training records' (under dp:
+  // their Gaussian-noised counts, accounted in PrepareDp). Written as a new
+  // weights file; a finished run resumed again is not calibrated twice.
+  Status CalibrateKept(const InputData& input, char delim, const Tokenizer& tok) {
+    const auto* ft = dynamic_cast<const FieldTokenizer*>(&tok);
+    if (!cfg_.calibrate || weights_file_.empty() || weights_file_.ends_with("-cal.bin"))
+      return Status::Ok();
+    if (!ft) {
+      obs_.OnInfo("calibrate: only for the field tokenizer; skipped");
+      return Status::Ok();
+    }
+    std::vector<ColumnMarginal> targets = MarginalCells(*ft);
+    int64_t skipped = 0;
+    CountMarginals(*ft, input.records, &targets, &skipped);
+    if (cfg_.dp) {
+      if (!(dp_.plan.marginal_noise_multiplier > 0))
+        return DS_ERR(kInternal, "calibrate under dp without a marginal release in the plan");
+      AddMarginalNoise(&targets, dp_.plan.marginal_noise_multiplier, dp_.noise.get());
+    }
+    Normalize(&targets);
+    DS_ASSIGN_OR_RETURN(auto f, MappedTensorFile::Open(dir() + "/" + weights_file_));
+    DS_ASSIGN_OR_RETURN(const float* p, f->Section("params", layout_.total));
+    std::vector<float> params(p, p + layout_.total);
+    CalibrateOptions o;
+    o.seed = seed_;
+    o.temperature = cfg_.gen_temp;
+    CalibrateReport rep;
+    DS_RETURN_IF_ERROR(Calibrate(*ft, input.header, delim, spec_, params.data(), targets, o, &rep));
+    obs_.OnInfo(rep.Describe());
+    weights_file_ = weights_file_.substr(0, weights_file_.size() - 4) + "-cal.bin";
+    weights_crc_ = Crc32(params.data(), params.size() * sizeof(float));
+    DS_RETURN_IF_ERROR(WriteTensorFile(dir() + "/" + weights_file_, {{"params", params.data(), layout_.total}}));
+    RemoveStale();
     return Status::Ok();
   }
 
@@ -1048,6 +1096,7 @@ class TrainRun {
   }
 
   Status Finish(const InputData& input, char delim, const Tokenizer& tok, Clock::time_point t0) {
+    DS_RETURN_IF_ERROR(CalibrateKept(input, delim, tok));
     DS_RETURN_IF_ERROR(WriteCheckpointJson());
     summary_.meta = Meta(input, delim);
     DS_RETURN_IF_ERROR(WriteModelParams(dir(), cfg_, summary_.meta));
