@@ -1091,6 +1091,12 @@ class TrainRun {
           "multiplier {:.4g}, clip {:.4g}, {} steps; covers the weights and all generated data, "
           "not the character set or the header",
           dp_.plan.sampling_rate, dp_.plan.noise_multiplier, dp_.plan.l2_norm_clip, global_step_);
+      if (dp_.plan.marginal_noise_multiplier > 0)
+        meta.dp_unit += fmt::format(
+            "; composed with the calibration marginals (Gaussian, noise multiplier {:.4g}, "
+            "epsilon {:.4g} alone; DP-SGD alone {:.4g})",
+            dp_.plan.marginal_noise_multiplier, dp_.plan.marginal_epsilon_alone,
+            dp_.plan.sgd_epsilon_alone);
     }
     return meta;
   }
