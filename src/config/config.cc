@@ -46,6 +46,13 @@ Status CheckDelimiterToken(const Config& c) {
   return Status::Ok();
 }
 
+// A path (the file is read when training starts: schema/public_schema.h).
+Status CheckSchemaPath(const Config& c) {
+  if (c.schema.size() > 4096 || c.schema.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos)
+    return DS_ERR(kInvalidArgument, "config key 'schema': a file path without CR, LF or NUL");
+  return Status::Ok();
+}
+
 Status CheckFieldTypes(const Config& c) { return ParseFieldTypes(c.field_types).status(); }
 
 Status CheckGpuMemoryLimit(const Config& c) {
@@ -168,7 +175,8 @@ std::vector<Config::Key> MakeKeys() {
         0.001, 0.9);
   DS_KEY(schema, T::kString, G::kTokenizer,
          "public schema JSON for the field tokenizer (required for it under dp; "
-         "`datasynth schema` writes a template)");
+         "`datasynth schema` writes a template)")
+      .extra = CheckSchemaPath;
   DS_KEY(calibrate, T::kBool, G::kTraining,
          "after training, match the generated per-column marginals to the measured ones");
   // generation
