@@ -630,6 +630,11 @@ class TrainRun {
       choose("optimizer", &cfg_.optimizer, std::string("adam"));
       choose("learning_rate", &cfg_.learning_rate, 0.02);
     }
+    // A small clip: per-record gradients are mostly clipped, so the mean keeps
+    // its direction while the noise (sigma x clip) shrinks; Adam does not care
+    // about the scale. telco_churn at epsilon 10: clip 3 -> SQS 77.6, 1 -> 81.7,
+    // 0.3 -> 86.3, 0.1 at epsilon 1 below 0.3 (docs/privacy.md).
+    choose("dp_l2_norm_clip", &cfg_.dp_l2_norm_clip, 0.3);
     if (!set.empty())
       obs_.OnInfo(fmt::format("dp: DP-SGD defaults for settings not given: {}", fmt::join(set, ", ")));
   }
