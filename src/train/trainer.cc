@@ -594,7 +594,7 @@ class TrainRun {
   // `schema`: loads the public schema, checks it against the header and maps
   // the records into it (schema/public_schema.h; counts only are reported).
   Status ApplySchema(char delim, InputData* input) {
-    if (cfg_.schema.empty() || opts_.resume) return Status::Ok();
+    if (cfg_.schema.empty()) return Status::Ok();  // resumed runs too: the same records
     if (!delim)
       return DS_ERR(kInvalidArgument, "config key 'schema': only for delimited data (CSV)");
     DS_ASSIGN_OR_RETURN(schema_, LoadPublicSchema(cfg_.schema));
