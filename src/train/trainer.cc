@@ -1094,8 +1094,9 @@ class TrainRun {
       meta.dp_unit = fmt::format(
           "one record (one CSV row / text line); DP-SGD with Poisson sampling q={:.4g}, noise "
           "multiplier {:.4g}, clip {:.4g}, {} steps; covers the weights and all generated data, "
-          "not the character set or the header",
-          dp_.plan.sampling_rate, dp_.plan.noise_multiplier, dp_.plan.l2_norm_clip, global_step_);
+          "not the {} or the header",
+          dp_.plan.sampling_rate, dp_.plan.noise_multiplier, dp_.plan.l2_norm_clip, global_step_,
+          schema_.columns.empty() ? "character set" : "public schema");
       if (dp_.plan.marginal_noise_multiplier > 0)
         meta.dp_unit += fmt::format(
             "; composed with the calibration marginals (Gaussian, noise multiplier {:.4g}, "
