@@ -94,5 +94,6 @@ void AddInfoCommand(CLI::App& app);
 void AddEvaluateCommand(CLI::App& app);
 void AddGenerateCommand(CLI::App& app);
 void AddSynthesizeCommand(CLI::App& app);
+void AddSchemaCommand(CLI::App& app);
 
 }  // namespace ds::cli

@@ -72,6 +72,7 @@ int Main(int argc, char** argv) {
   ds::cli::AddGenerateCommand(app);
   ds::cli::AddEvaluateCommand(app);
   ds::cli::AddSynthesizeCommand(app);
+  ds::cli::AddSchemaCommand(app);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (int rc = CheckCommand(app, args); rc >= 0) return rc;
   auto normalized = ds::cli::NormalizeBoolFlags(app, std::move(args));

@@ -46,6 +46,13 @@ Status CheckDelimiterToken(const Config& c) {
   return Status::Ok();
 }
 
+// A path (the file is read when training starts: schema/public_schema.h).
+Status CheckSchemaPath(const Config& c) {
+  if (c.schema.size() > 4096 || c.schema.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos)
+    return DS_ERR(kInvalidArgument, "config key 'schema': a file path without CR, LF or NUL");
+  return Status::Ok();
+}
+
 Status CheckFieldTypes(const Config& c) { return ParseFieldTypes(c.field_types).status(); }
 
 Status CheckGpuMemoryLimit(const Config& c) {
@@ -173,6 +180,15 @@ std::vector<Config::Key> MakeKeys() {
          "under dp, also store category sets and min/max (they reveal exact values)");
   DS_KEY(dp_deterministic_noise, T::kBool, G::kPrivacy,
          "TESTS ONLY: derive DP noise from the seed (gives no privacy)");
+  Reals(DS_KEY(dp_marginal_share, T::kDouble, G::kPrivacy,
+               "with calibrate: share of dp_target_epsilon spent on the measured marginals"),
+        0.001, 0.9);
+  DS_KEY(schema, T::kString, G::kTokenizer,
+         "public schema JSON for the field tokenizer (required for it under dp; "
+         "`datasynth schema` writes a template)")
+      .extra = CheckSchemaPath;
+  DS_KEY(calibrate, T::kBool, G::kTraining,
+         "after training, match the generated per-column marginals to the measured ones");
   // generation
   Reals(DS_KEY(gen_temp, T::kDouble, G::kGeneration, "sampling temperature"), 1e-6, 1e3);
   Ints(DS_KEY(gen_chars, T::kInt64, G::kGeneration, "cap on characters per record (0 = none)"), 0,

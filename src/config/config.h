@@ -75,6 +75,7 @@ struct Config {
   double dp_delta = 0;           // 0 = 1/n
   bool dp_store_value_rules = false;  // keep category sets / min / max under dp
   bool dp_deterministic_noise = false;  // TESTS ONLY: noise from the seed (no privacy)
+  double dp_marginal_share = 0.1;  // share of dp_target_epsilon for the calibration marginals
 
   // ---- generation ----
   double gen_temp = 1.0;
@@ -87,6 +88,8 @@ struct Config {
   // ---- field tokenizer (typed fields) ----
   std::string field_types;   // "col=type;col2=type" overrides ("" = infer every column)
   int field_rare_count = 2;  // category values seen fewer times share <other>
+  std::string schema;        // public schema file (schema/public_schema.h); "" = none
+  bool calibrate = false;    // match generated 1-way marginals to measured ones (train/calibrate.h)
 
   // Keys given explicitly (file or flag), in the order they were set.
   std::vector<std::string> explicit_keys;

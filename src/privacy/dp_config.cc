@@ -40,9 +40,21 @@ Result<DpPlan> PlanDp(const DpSettings& s, int64_t num_records, int64_t batch_si
   p.steps = int64_t(steps);
   p.delta = s.dp_delta > 0 ? s.dp_delta : 1.0 / double(num_records);
   p.l2_norm_clip = s.dp_l2_norm_clip;
+  if (s.marginal_share > 0) {
+    if (!(s.dp_target_epsilon > 0) || !(s.marginal_share < 1))
+      return DS_ERR(kInvalidArgument,
+                    "dp_marginal_share {} needs dp_target_epsilon and must be < 1 (the "
+                    "marginals take a share of the target)",
+                    s.marginal_share);
+    Result<double> sm = NoiseForTargetEpsilon(s.marginal_share * s.dp_target_epsilon, 1.0, 1, p.delta);
+    if (!sm.ok()) return sm.status();
+    p.marginal_noise_multiplier = sm.value();
+  }
+  const std::vector<double> extra = p.ExtraRdp();
   if (s.dp_target_epsilon > 0) {
     Result<double> sigma =
-        NoiseForTargetEpsilon(s.dp_target_epsilon, p.sampling_rate, p.steps, p.delta);
+        NoiseForTargetEpsilon(s.dp_target_epsilon, p.sampling_rate, p.steps, p.delta,
+                              RdpConversion::kImproved, extra.empty() ? nullptr : &extra);
     if (!sigma.ok()) return sigma.status();
     p.noise_multiplier = sigma.value();
   } else {
@@ -56,10 +68,30 @@ Result<DpPlan> PlanDp(const DpSettings& s, int64_t num_records, int64_t batch_si
   }
   p.noise_stddev = p.noise_multiplier * p.l2_norm_clip;
   p.expected = ComputeEpsilon({p.sampling_rate, p.noise_multiplier, p.steps, p.delta});
+  p.sgd_epsilon_alone = p.expected.epsilon;
+  if (!extra.empty()) {
+    RdpAccountant acc;
+    acc.AddSteps(p.sampling_rate, p.noise_multiplier, p.steps);
+    acc.AddGaussian(p.marginal_noise_multiplier);
+    p.expected = acc.GetEpsilon(p.delta);
+    p.marginal_epsilon_alone = ComputeEpsilon({1.0, p.marginal_noise_multiplier, 1, p.delta}).epsilon;
+  }
   return p;
 }
 
+std::vector<double> DpPlan::ExtraRdp() const {
+  if (!(marginal_noise_multiplier > 0)) return {};
+  return GaussianRdp(marginal_noise_multiplier, DefaultOrders());
+}
+
 std::string DescribeDpPlan(const DpPlan& p) {
+  if (p.marginal_noise_multiplier > 0)
+    return fmt::format(
+        "DP: DP-SGD q={:.4g} sigma={:.4g} clip={:.4g} steps={} (alone eps={:.4g}) + marginals "
+        "Gaussian sigma={:.4g} (alone eps={:.4g}); delta={:.3g} -> composed eps={:.4g} (order {:g})",
+        p.sampling_rate, p.noise_multiplier, p.l2_norm_clip, p.steps, p.sgd_epsilon_alone,
+        p.marginal_noise_multiplier, p.marginal_epsilon_alone, p.delta, p.expected.epsilon,
+        p.expected.order);
   return fmt::format(
       "DP-SGD: q={:.4g} sigma={:.4g} clip={:.4g} steps={} delta={:.3g} -> eps={:.4g} (order {:g})",
       p.sampling_rate, p.noise_multiplier, p.l2_norm_clip, p.steps, p.delta, p.expected.epsilon,

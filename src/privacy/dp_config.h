@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "privacy/rdp_accountant.h"
 #include "util/status.h"
@@ -43,6 +44,11 @@ struct DpSettings {
   // The reference's unsafe setup (clip on the batch-mean gradient, chunk-level unit).
   // Only for reproducing the reference; the reported epsilon is then nominal.
   bool allow_unsafe_rules = false;
+  // > 0 (needs dp_target_epsilon): one Gaussian release besides DP-SGD (the
+  // calibration marginals, train/calibrate.h), its noise chosen so that alone
+  // it would spend this share of the target; DP-SGD's sigma is then solved for
+  // the composition (RDP adds up), so the total stays within the target.
+  double marginal_share = 0;
 };
 
 struct DpPlan {
@@ -53,7 +59,13 @@ struct DpPlan {
   double noise_stddev = 0;         // sigma * dp_l2_norm_clip, per coordinate
   double l2_norm_clip = 0;         // C
   double delta = 0;                // resolved delta
-  DpResult expected;               // epsilon after all `steps` (improved conversion)
+  DpResult expected;               // epsilon after all `steps` (improved conversion), composed
+  // The marginal release (DpSettings::marginal_share; 0 = none): noise
+  // multiplier (stddev / L2 sensitivity), and the epsilon each part would
+  // spend alone at `delta` (they compose to less than their sum).
+  double marginal_noise_multiplier = 0;
+  double marginal_epsilon_alone = 0, sgd_epsilon_alone = 0;
+  std::vector<double> ExtraRdp() const;  // GaussianRdp of the release (empty: none)
 };
 
 // Validates the settings (field names in messages) and computes the plan.

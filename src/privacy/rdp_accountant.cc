@@ -241,8 +241,22 @@ DeltaResult ComputeDeltaForEpsilon(const DpParams& p, double epsilon, RdpConvers
   return RdpToDelta(orders, rdp, epsilon, conversion);
 }
 
+std::vector<double> GaussianRdp(double noise_multiplier, const std::vector<double>& orders) {
+  return ComputeRdp(1.0, noise_multiplier, orders);
+}
+
+namespace {
+std::vector<double> PlusExtra(std::vector<double> rdp, const std::vector<double>* extra) {
+  if (extra == nullptr) return rdp;
+  if (extra->size() != rdp.size())
+    DS_THROW(kInvalidArgument, "extra RDP has {} orders, expected {}", extra->size(), rdp.size());
+  for (size_t k = 0; k < rdp.size(); ++k) rdp[k] += (*extra)[k];
+  return rdp;
+}
+}  // namespace
+
 Result<double> NoiseForTargetEpsilon(double target_epsilon, double q, int64_t steps, double delta,
-                                     RdpConversion conversion) {
+                                     RdpConversion conversion, const std::vector<double>* extra) {
   if (!(target_epsilon > 0) || std::isinf(target_epsilon)) {
     return DS_ERR(kInvalidArgument, "dp_target_epsilon must be finite and > 0, got {}",
                   target_epsilon);
@@ -251,7 +265,10 @@ Result<double> NoiseForTargetEpsilon(double target_epsilon, double q, int64_t st
   if (steps == 0 || q == 0) return 0.0;
   const std::vector<double> orders = DefaultOrders();
   auto eps_at = [&](double sigma) {
-    return ComputeEpsilon({q, sigma, steps, delta}, orders, conversion).epsilon;
+    if (extra == nullptr) return ComputeEpsilon({q, sigma, steps, delta}, orders, conversion).epsilon;
+    return RdpToEpsilon(orders, PlusExtra(Scaled(ComputeRdp(q, sigma, orders), double(steps)), extra),
+                        delta, conversion)
+        .epsilon;
   };
   double hi = kMaxNoiseMultiplier;
   const double eps_hi = eps_at(hi);
@@ -276,7 +293,7 @@ Result<double> NoiseForTargetEpsilon(double target_epsilon, double q, int64_t st
 }
 
 int64_t MaxStepsWithinBudget(double target_epsilon, double q, double sigma, double delta,
-                             RdpConversion conversion) {
+                             RdpConversion conversion, const std::vector<double>* extra) {
   if (!(target_epsilon >= 0)) {
     DS_THROW(kInvalidArgument, "dp_target_epsilon must be >= 0, got {}", target_epsilon);
   }
@@ -284,8 +301,9 @@ int64_t MaxStepsWithinBudget(double target_epsilon, double q, double sigma, doub
   const std::vector<double> orders = DefaultOrders();
   const std::vector<double> step_rdp = ComputeRdp(q, sigma, orders);
   auto within = [&](int64_t steps) {
-    return RdpToEpsilon(orders, Scaled(step_rdp, double(steps)), delta, conversion).epsilon <=
-           target_epsilon;
+    return RdpToEpsilon(orders, PlusExtra(Scaled(step_rdp, double(steps)), extra), delta,
+                        conversion)
+               .epsilon <= target_epsilon;
   };
   if (!within(1)) return 0;
   // Exponential search for the first failing step count, then bisection.
@@ -323,6 +341,11 @@ void RdpAccountant::AddSteps(double q, double sigma, int64_t count) {
   for (size_t k = 0; k < orders_.size(); ++k) {
     if (last_step_rdp_[k] != 0) rdp_[k] += double(count) * last_step_rdp_[k];
   }
+}
+
+void RdpAccountant::AddGaussian(double noise_multiplier) {
+  const std::vector<double> g = GaussianRdp(noise_multiplier, orders_);
+  for (size_t k = 0; k < orders_.size(); ++k) rdp_[k] += g[k];
 }
 
 DpResult RdpAccountant::GetEpsilon(double delta, RdpConversion conversion) const {

@@ -102,9 +102,18 @@ DeltaResult ComputeDeltaForEpsilon(const DpParams& p, double epsilon,
 // Errors: kInvalidArgument for bad inputs or when even sigma = kMaxNoiseMultiplier
 // does not reach the target. steps = 0 or q = 0 returns 0 (no noise needed).
 inline constexpr double kMaxNoiseMultiplier = 1000.0;
+// extra_rdp (optional, [DefaultOrders().size()]): the RDP of other mechanisms
+// composed with the steps (e.g. GaussianRdp of measured marginals); the
+// target then holds for the composition.
 Result<double> NoiseForTargetEpsilon(double target_epsilon, double sampling_rate, int64_t steps,
                                      double delta,
-                                     RdpConversion conversion = RdpConversion::kImproved);
+                                     RdpConversion conversion = RdpConversion::kImproved,
+                                     const std::vector<double>* extra_rdp = nullptr);
+
+// RDP of one Gaussian mechanism (no sampling) with noise stddev =
+// noise_multiplier x L2 sensitivity: a / (2 sigma^2) at each order (what
+// ComputeRdp gives for q = 1).
+std::vector<double> GaussianRdp(double noise_multiplier, const std::vector<double>& orders);
 
 // The largest number of steps whose epsilon stays <= target_epsilon (0 if even
 // one step exceeds it; capped at kMaxSteps when the budget is never exceeded,
@@ -112,7 +121,8 @@ Result<double> NoiseForTargetEpsilon(double target_epsilon, double sampling_rate
 // ds::Error(kInvalidArgument) on invalid inputs.
 inline constexpr int64_t kMaxSteps = int64_t(1) << 62;
 int64_t MaxStepsWithinBudget(double target_epsilon, double sampling_rate, double noise_multiplier,
-                             double delta, RdpConversion conversion = RdpConversion::kImproved);
+                             double delta, RdpConversion conversion = RdpConversion::kImproved,
+                             const std::vector<double>* extra_rdp = nullptr);
 
 // Running accountant for a trainer whose q or sigma may change between steps
 // (e.g. a final partial epoch): RDP adds up over steps.
@@ -123,6 +133,8 @@ class RdpAccountant {
   explicit RdpAccountant(std::vector<double> orders = DefaultOrders());
   // Adds `count` steps of the subsampled Gaussian (throws kInvalidArgument on bad input).
   void AddSteps(double sampling_rate, double noise_multiplier, int64_t count);
+  // Adds one Gaussian mechanism (GaussianRdp): e.g. noisy marginals.
+  void AddGaussian(double noise_multiplier);
   DpResult GetEpsilon(double delta, RdpConversion conversion = RdpConversion::kImproved) const;
   DeltaResult GetDelta(double epsilon, RdpConversion conversion = RdpConversion::kImproved) const;
   const std::vector<double>& orders() const { return orders_; }

@@ -58,6 +58,8 @@
 
 namespace ds {
 
+struct PublicSchema;  // schema/public_schema.h
+
 struct FieldTokenizerOptions {
   int rare_count = 2;  // categorical values seen fewer times go to <other>
   std::map<std::string, std::string> field_types;  // overrides by column name
@@ -125,6 +127,11 @@ class FieldTokenizer final : public Tokenizer {
       const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& records,
       const FieldTokenizerOptions& opts);
   static Result<std::unique_ptr<Tokenizer>> Load(const nlohmann::json& j, const std::string& path);
+  // Built from a public schema alone, never from data (tokenize/field_schema.cc):
+  // categories = the listed values (no <other>), numeric bins uniform over
+  // [min, max] (or one per value), the listed years, missing spellings and
+  // alphabet. Used under --dp (docs/privacy.md).
+  static Result<std::unique_ptr<FieldTokenizer>> FromSchema(const PublicSchema& schema);
 
   std::string type() const override { return "field"; }
   int vocab_size() const override { return vocab_; }

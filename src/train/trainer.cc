@@ -29,6 +29,9 @@
 #include "privacy/secure_noise.h"
 #include "schema/column_rules.h"
 #include "schema/column_type.h"
+#include "schema/public_schema.h"
+#include "tokenize/field_tokenizer.h"
+#include "train/calibrate.h"
 #include "train/dataset.h"
 #include "train/lr_schedule.h"
 #include "util/fs.h"
@@ -337,6 +340,7 @@ class TrainRun {
                             delim ? fmt::format(" of {} fields", input.header.size()) : "",
                             opts_.input_path));
     DS_RETURN_IF_ERROR(ApplyDpPolicy());
+    DS_RETURN_IF_ERROR(ApplySchema(delim, &input));
     if (cfg_.dp && !opts_.resume) ApplyDpDefaults(int64_t(input.records.size()));
     // Delimited data defaults to typed value tokens (docs/typed_fields.md);
     // text lines keep SentencePiece, --dp keeps char (ApplyDpPolicy).
@@ -346,7 +350,10 @@ class TrainRun {
     if (delim && !opts_.resume) {
       RuleOptions ropts;
       if (cfg_.dp && !cfg_.dp_store_value_rules) ropts.store_values = false;
-      ColumnRules rules = LearnColumnRules(input.header, input.records, ropts);
+      // A schema-built field tokenizer under dp: no rule is read off the data.
+      ColumnRules rules = cfg_.dp && !schema_.columns.empty()
+                              ? ColumnRules::FieldCountOnly(input.header)
+                              : LearnColumnRules(input.header, input.records, ropts);
       DS_RETURN_IF_ERROR(
           WriteFileAtomic(dir() + "/column_rules.json", rules.ToJson().dump(1) + "\n"));
     }
@@ -369,7 +376,11 @@ class TrainRun {
         t.rare_count = cfg_.field_rare_count;
         DS_ASSIGN_OR_RETURN(t.field_types, ParseFieldTypes(cfg_.field_types));
       }
-      DS_ASSIGN_OR_RETURN(tok, TrainTokenizer(t, input.records));
+      if (cfg_.tokenizer == "field" && !schema_.columns.empty()) {
+        DS_ASSIGN_OR_RETURN(tok, FieldTokenizer::FromSchema(schema_));
+      } else {
+        DS_ASSIGN_OR_RETURN(tok, TrainTokenizer(t, input.records));
+      }
       DS_RETURN_IF_ERROR(tok->Save(dir()));
     }
     obs_.OnInfo(fmt::format("tokenizer: {} with {} tokens{} ({:.1f}s)", tok->type(),
@@ -379,7 +390,7 @@ class TrainRun {
 
     if (tok->decodes_records())
       AdaptRecordShape(RecordTokens(input, *tok), MaxRecordTokens(*tok),
-                       !cfg_.IsExplicit("seq_length"), !cfg_.IsExplicit("batch_size"),
+                       !cfg_.IsExplicit("seq_length"), !cfg_.IsExplicit("batch_size") && !cfg_.dp,
                        &cfg_.seq_length, &cfg_.batch_size);
     // Sequences (DP: one example per record).
     int max_batch = cfg_.batch_size, max_steps = cfg_.seq_length;
@@ -570,26 +581,46 @@ class TrainRun {
 
   Status ApplyDpPolicy() {
     if (!cfg_.dp) return Status::Ok();
-    if (cfg_.tokenizer == "field" && cfg_.IsExplicit("tokenizer"))
+    // With a public schema the field tokenizer is built from it alone.
+    const bool schema_field = !cfg_.schema.empty() && (cfg_.tokenizer == "field" ||
+                                                        !cfg_.IsExplicit("tokenizer"));
+    if (cfg_.tokenizer == "field" && cfg_.IsExplicit("tokenizer") && !schema_field)
       return DS_ERR(kInvalidArgument,
                     "--dp with tokenizer 'field': its per-column vocabularies (categories, "
                     "ranges, dates) are learned from the private records and would leak outside "
-                    "the privacy guarantee; use the char tokenizer (the default under --dp)");
+                    "the privacy guarantee; give a public schema (--schema, `datasynth "
+                    "schema` writes a template) or use the char tokenizer");
     if (cfg_.tokenizer == "sentencepiece" && cfg_.IsExplicit("tokenizer"))
       return DS_ERR(kInvalidArgument,
                     "--dp with tokenizer 'sentencepiece': a SentencePiece vocabulary trained on "
                     "the private records would itself reveal rare substrings of them (names, IDs) "
                     "outside the privacy guarantee; use the char tokenizer (the default under "
                     "--dp)");
-    if (cfg_.tokenizer != "char")
+    if (cfg_.tokenizer != "char" && !schema_field)
       obs_.OnInfo("dp: using the char tokenizer (a vocabulary learned from the data would leak)");
     if (cfg_.validation_split)
       obs_.OnInfo("dp: no validation split, early stopping or best-epoch choice; the last "
                   "epoch's weights are kept");
-    cfg_.tokenizer = "char";
+    cfg_.tokenizer = schema_field ? "field" : "char";
     cfg_.validation_split = false;
     cfg_.early_stopping = false;
     cfg_.save_best_model = false;
+    return Status::Ok();
+  }
+
+  // `schema`: loads the public schema, checks it against the header and maps
+  // the records into it (schema/public_schema.h; counts only are reported).
+  Status ApplySchema(char delim, InputData* input) {
+    if (cfg_.schema.empty()) return Status::Ok();  // resumed runs too: the same records
+    if (!delim)
+      return DS_ERR(kInvalidArgument, "config key 'schema': only for delimited data (CSV)");
+    DS_ASSIGN_OR_RETURN(schema_, LoadPublicSchema(cfg_.schema));
+    DS_RETURN_IF_ERROR(CheckSchemaHeader(schema_, input->header));
+    ConformReport rep = ConformRecords(schema_, &input->records, &input->lines);
+    if (const std::string d = rep.Describe(schema_); !d.empty()) obs_.OnInfo(d);
+    if (input->records.empty())
+      return DS_ERR(kInvalidInput, "{}: no record fits the schema {}", opts_.input_path,
+                    cfg_.schema);
     return Status::Ok();
   }
 
@@ -616,6 +647,11 @@ class TrainRun {
       choose("optimizer", &cfg_.optimizer, std::string("adam"));
       choose("learning_rate", &cfg_.learning_rate, 0.02);
     }
+    // A small clip: per-record gradients are mostly clipped, so the mean keeps
+    // its direction while the noise (sigma x clip) shrinks; Adam does not care
+    // about the scale. telco_churn at epsilon 10: clip 3 -> SQS 77.6, 1 -> 81.7,
+    // 0.3 -> 86.3, 0.1 at epsilon 1 below 0.3 (docs/privacy.md).
+    choose("dp_l2_norm_clip", &cfg_.dp_l2_norm_clip, 0.3);
     if (!set.empty())
       obs_.OnInfo(fmt::format("dp: DP-SGD defaults for settings not given: {}", fmt::join(set, ", ")));
   }
@@ -658,18 +694,26 @@ class TrainRun {
     s.dp_l2_norm_clip = cfg_.dp_l2_norm_clip;
     s.dp_target_epsilon = cfg_.dp_target_epsilon;
     s.dp_delta = cfg_.dp_delta;
+    if (cfg_.calibrate && dynamic_cast<const FieldTokenizer*>(&tok))
+      s.marginal_share = cfg_.dp_marginal_share;
     Result<DpPlan> plan = PlanDp(s, recs_.records(), cfg_.batch_size, cfg_.epochs);
     if (!plan.ok()) return plan.status().WithContext(opts_.input_path);
     dp_.plan = plan.value();
     dp_.steps_per_epoch = (recs_.records() + cfg_.batch_size - 1) / cfg_.batch_size;
     dp_.max_steps = dp_.plan.steps;
     if (cfg_.dp_target_epsilon > 0) {
-      dp_.max_steps = std::min(dp_.plan.steps,
-                               MaxStepsWithinBudget(cfg_.dp_target_epsilon, dp_.plan.sampling_rate,
-                                                    dp_.plan.noise_multiplier, dp_.plan.delta));
+      const std::vector<double> extra = dp_.plan.ExtraRdp();
+      dp_.max_steps = std::min(
+          dp_.plan.steps,
+          MaxStepsWithinBudget(cfg_.dp_target_epsilon, dp_.plan.sampling_rate,
+                               dp_.plan.noise_multiplier, dp_.plan.delta, RdpConversion::kImproved,
+                               extra.empty() ? nullptr : &extra));
       cfg_.dp_noise_multiplier = dp_.plan.noise_multiplier;
     }
     obs_.OnInfo(DescribeDpPlan(dp_.plan));
+    // The marginals are measured (once) with the training records: composed
+    // from the start, so every epoch's epsilon includes them.
+    if (dp_.plan.marginal_noise_multiplier > 0) dp_.accountant.AddGaussian(dp_.plan.marginal_noise_multiplier);
     dp_.threshold = NormalQuantile(dp_.plan.sampling_rate);
     return Status::Ok();
   }
@@ -1025,7 +1069,46 @@ class TrainRun {
     DS_ASSIGN_OR_RETURN(const float* o, f->Section("optimizer", opt_count));
     DS_RETURN_IF_ERROR(backend_->SetOptimizerState(std::vector<float>(o, o + opt_count)));
     if (cfg_.dp) dp_.accountant.AddSteps(dp_.plan.sampling_rate, dp_.plan.noise_multiplier, global_step_);
+    if (cfg_.dp && dp_.plan.marginal_noise_multiplier > 0)
+      dp_.accountant.AddGaussian(dp_.plan.marginal_noise_multiplier);
     epoch_written_ = true;
+    return Status::Ok();
+  }
+
+  // `calibrate` (train/calibrate.h): the kept weights' output biases moved so
+  // the generated 1-way marginals match the training records' (under dp:
+  // their Gaussian-noised counts, accounted in PrepareDp). Written as a new
+  // weights file; a finished run resumed again is not calibrated twice.
+  Status CalibrateKept(const InputData& input, char delim, const Tokenizer& tok) {
+    const auto* ft = dynamic_cast<const FieldTokenizer*>(&tok);
+    if (!cfg_.calibrate || weights_file_.empty() || weights_file_.ends_with("-cal.bin"))
+      return Status::Ok();
+    if (!ft) {
+      obs_.OnInfo("calibrate: only for the field tokenizer; skipped");
+      return Status::Ok();
+    }
+    std::vector<ColumnMarginal> targets = MarginalCells(*ft);
+    int64_t skipped = 0;
+    CountMarginals(*ft, input.records, &targets, &skipped);
+    if (cfg_.dp) {
+      if (!(dp_.plan.marginal_noise_multiplier > 0))
+        return DS_ERR(kInternal, "calibrate under dp without a marginal release in the plan");
+      AddMarginalNoise(&targets, dp_.plan.marginal_noise_multiplier, dp_.noise.get());
+    }
+    Normalize(&targets);
+    DS_ASSIGN_OR_RETURN(auto f, MappedTensorFile::Open(dir() + "/" + weights_file_));
+    DS_ASSIGN_OR_RETURN(const float* p, f->Section("params", layout_.total));
+    std::vector<float> params(p, p + layout_.total);
+    CalibrateOptions o;
+    o.seed = seed_;
+    o.temperature = cfg_.gen_temp;
+    CalibrateReport rep;
+    DS_RETURN_IF_ERROR(Calibrate(*ft, input.header, delim, spec_, params.data(), targets, o, &rep));
+    obs_.OnInfo(rep.Describe());
+    weights_file_ = weights_file_.substr(0, weights_file_.size() - 4) + "-cal.bin";
+    weights_crc_ = Crc32(params.data(), params.size() * sizeof(float));
+    DS_RETURN_IF_ERROR(WriteTensorFile(dir() + "/" + weights_file_, {{"params", params.data(), layout_.total}}));
+    RemoveStale();
     return Status::Ok();
   }
 
@@ -1055,13 +1138,21 @@ class TrainRun {
       meta.dp_unit = fmt::format(
           "one record (one CSV row / text line); DP-SGD with Poisson sampling q={:.4g}, noise "
           "multiplier {:.4g}, clip {:.4g}, {} steps; covers the weights and all generated data, "
-          "not the character set or the header",
-          dp_.plan.sampling_rate, dp_.plan.noise_multiplier, dp_.plan.l2_norm_clip, global_step_);
+          "not the {} or the header",
+          dp_.plan.sampling_rate, dp_.plan.noise_multiplier, dp_.plan.l2_norm_clip, global_step_,
+          schema_.columns.empty() ? "character set" : "public schema");
+      if (dp_.plan.marginal_noise_multiplier > 0)
+        meta.dp_unit += fmt::format(
+            "; composed with the calibration marginals (Gaussian, noise multiplier {:.4g}, "
+            "epsilon {:.4g} alone; DP-SGD alone {:.4g})",
+            dp_.plan.marginal_noise_multiplier, dp_.plan.marginal_epsilon_alone,
+            dp_.plan.sgd_epsilon_alone);
     }
     return meta;
   }
 
   Status Finish(const InputData& input, char delim, const Tokenizer& tok, Clock::time_point t0) {
+    DS_RETURN_IF_ERROR(CalibrateKept(input, delim, tok));
     DS_RETURN_IF_ERROR(WriteCheckpointJson());
     summary_.meta = Meta(input, delim);
     DS_RETURN_IF_ERROR(WriteModelParams(dir(), cfg_, summary_.meta));
@@ -1088,6 +1179,7 @@ class TrainRun {
   SequenceData data_;
   RecordData recs_;
   DpRun dp_;
+  PublicSchema schema_;  // `schema` (empty: none)
   NetworkSpec spec_;
   ParamLayout layout_;
   std::unique_ptr<TrainBackend> backend_;
