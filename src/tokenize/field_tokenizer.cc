@@ -655,6 +655,17 @@ std::string FieldTokenizer::CheckFields(const std::vector<std::string>& fields) 
   return "";
 }
 
+std::string FieldTokenizer::CanonicalValue(int column, std::string_view v) const {
+  if (column < 0 || column >= int(cols_.size())) return std::string(v);
+  const Column& c = cols_[size_t(column)];
+  if (!IsNumeric(c.type.type) || !c.type.normalized || c.index.count(std::string(v)) ||
+      IsMissing(v) || !ValueFitsType(c.type, v))
+    return std::string(v);
+  int64_t s = 0;
+  ScaleToColumn(c.type, v, &s);
+  return FormatNumber(s, c.type.decimals, c.type.trim);
+}
+
 // ------------------------------------------------------------- description --
 
 std::string FieldTokenizer::Describe() const {

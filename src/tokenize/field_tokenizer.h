@@ -151,6 +151,10 @@ class FieldTokenizer final : public Tokenizer {
   std::string DecodeRecord(std::span<const int32_t> ids,
                            std::vector<std::string>* fields) const override;
   std::string CheckFields(const std::vector<std::string>& fields) const override;
+  // `v` (a training value of `column`) as generation writes it back: a
+  // normalized numeric column's numbers by value at its precision and style
+  // (`3e+05` -> `300000`, `1.50` -> `1.5`); every other value as given.
+  std::string CanonicalValue(int column, std::string_view v) const;
   Status Save(const std::string& dir) const override;
 
   const std::vector<Column>& columns() const { return cols_; }
