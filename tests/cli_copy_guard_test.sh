@@ -64,12 +64,12 @@ cmp -s "$TMP/g1.csv" "$TMP/r.csv" && pass "killed + --resume: byte-identical" ||
 # Model-file checks.
 cp -r "$TMP/m" "$TMP/bad"
 printf '\x01' | dd of="$TMP/bad/copy_guard.bin" bs=1 seek=40 conv=notrunc 2>/dev/null
-"$DS" generate -m "$TMP/bad" -n 5 --device cpu -o "$TMP/x.csv" 2>"$TMP/elog" &&
+"$DS" generate -m "$TMP/bad" -n 5 --device cpu -o "$TMP/x.csv" --overwrite 2>"$TMP/elog" &&
   fail "damaged copy_guard.bin accepted" ||
   { grep -q "copy_guard.bin: does not belong" "$TMP/elog" && pass "damaged copy_guard.bin refused" ||
     fail "error: $(cat "$TMP/elog")"; }
 rm "$TMP/bad/copy_guard.bin"
-"$DS" generate -m "$TMP/bad" -n 5 --device cpu -o "$TMP/x.csv" 2>"$TMP/elog" &&
+"$DS" generate -m "$TMP/bad" -n 5 --device cpu -o "$TMP/x.csv" --overwrite 2>"$TMP/elog" &&
   fail "missing copy_guard.bin accepted" ||
   { grep -q "copy_guard.bin: missing" "$TMP/elog" && pass "missing copy_guard.bin refused" ||
     fail "error: $(cat "$TMP/elog")"; }
@@ -82,7 +82,7 @@ EOF
 "$DS" generate -m "$TMP/bad" -n 50 --device cpu -o "$TMP/old.csv" 2>"$TMP/elog" &&
   pass "a model without a copy guard generates" || fail "old model: $(tail -2 "$TMP/elog")"
 cp "$TMP/m/copy_guard.bin" "$TMP/bad/"
-"$DS" generate -m "$TMP/bad" -n 5 --device cpu -o "$TMP/x.csv" 2>"$TMP/elog" &&
+"$DS" generate -m "$TMP/bad" -n 5 --device cpu -o "$TMP/x.csv" --overwrite 2>"$TMP/elog" &&
   fail "unnamed copy_guard.bin accepted" ||
   { grep -q "not named by model_params.json" "$TMP/elog" && pass "unnamed copy_guard.bin refused" ||
     fail "error: $(cat "$TMP/elog")"; }
