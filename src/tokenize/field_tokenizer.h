@@ -15,7 +15,9 @@
 //                (scaled - edge[b]) in [0, width(b)), most significant first,
 //                nd(b) = digits of width(b) - 1 (0 for a one-value bin). Bins:
 //                every distinct value its own bin when there are at most
-//                kExactBins of them, else kMaxBins quantiles (edges deduplicated);
+//                kExactBins of them, else kMaxBins quantiles (edges deduplicated;
+//                a value holding a bin's share of the rows gets its own bin,
+//                and the other values are cut into quantiles among themselves);
 //                the last bin ends at max + 1. Digit position k of the
 //                column's ND = max nd(b) positions has its own 10 tokens; the
 //                residual's digits are aligned right (units share tokens).
