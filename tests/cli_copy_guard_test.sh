@@ -30,6 +30,8 @@ grep -q "copy guard: 20 distinct rows of the 35 training rows are rare" "$TMP/lo
   pass "copy_guard.bin: 20 hashes, no values" || fail "copy_guard.bin size"
 grep -q '"copy_guard_crc32"' "$TMP/m/model_params.json" && pass "model_params.json names it" ||
   fail "no copy_guard_crc32"
+"$DS" info -m "$TMP/m" 2>&1 | grep -q "copy guard   20 rare training rows" && pass "info shows it" ||
+  fail "info: no copy guard line"
 
 # rare_copies FILE: exact copies of rows seen once in the training table
 rare_copies() {
