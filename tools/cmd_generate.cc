@@ -77,6 +77,7 @@ int RunTabularGenerate(const GenArgs& a, const GenOverrides& v) {
   o.device = a.device;
   o.gpu_memory = a.gpu_memory;
   o.gpu_memory_limit = a.gpu_memory_limit;
+  o.copy_guard = !a.no_copy_guard;
   o.cancel = InstallInterruptFlag();
   TabularCliObserver obs;
   TabularGenerateSummary sum;
