@@ -410,3 +410,51 @@ TEST(FieldTokenizer, MutatedFilesLoadOrFailCleanly) {
 
 }  // namespace
 }  // namespace ds
+
+namespace ds {
+namespace {
+
+// A zero-inflated column (ames' porch areas, lending_club's balances): the 0
+// holds most rows and gets a bin of its own ([0, 1): no digit token); the
+// other values are cut into quantile bins among themselves (before: the
+// deduplicated quantiles left 3 bins, one of them [1, 1000)). Every value
+// round-trips exactly and every sampled value is legal.
+TEST(FieldTokenizer, PointMassesGetTheirOwnBin) {
+  std::vector<std::vector<std::string>> rows;
+  for (int i = 0; i < 2000; ++i) {
+    const int v = i % 10 < 7 ? 0 : (i % 10 == 7 ? 100 : 1 + (i * 7919) % 997);
+    rows.push_back({std::to_string(v), fmt::format("{}.{}", i % 50, i % 10)});
+  }
+  auto t = FieldTokenizer::Train({"porch", "x"}, rows, FieldTokenizerOptions{});
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const auto& c = (*t)->columns()[0];
+  ASSERT_GE(c.edges.size(), 4u);
+  EXPECT_EQ(c.edges[0], 0);
+  EXPECT_EQ(c.edges[1], 1);  // [0, 1): the mass at 0 alone
+  EXPECT_TRUE(std::find(c.edges.begin(), c.edges.end(), 100) != c.edges.end());
+  EXPECT_TRUE(std::find(c.edges.begin(), c.edges.end(), 101) != c.edges.end());  // [100, 101)
+  // 400 other values: clamp(400 / 40, 8, 32) = 10 quantile bins among them.
+  EXPECT_GE(c.edges.size(), 2 + 2 + 10u);
+  EXPECT_TRUE(std::is_sorted(c.edges.begin(), c.edges.end()));
+  EXPECT_EQ(std::adjacent_find(c.edges.begin(), c.edges.end()), c.edges.end());
+  int mx = 0;
+  for (const auto& r : rows) mx = std::max(mx, std::stoi(r[0]));
+  EXPECT_EQ(c.edges.back(), mx + 1);
+  std::vector<int32_t> ids;
+  ASSERT_TRUE((*t)->EncodeColumnField(0, "0", &ids).ok());
+  EXPECT_EQ(ids.size(), 1u);  // the mass: its bin token alone
+  ids.clear();
+  ASSERT_TRUE((*t)->EncodeColumnField(0, "100", &ids).ok());
+  EXPECT_EQ(ids.size(), 1u);
+  ExpectRoundTrip(**t, rows);
+  Philox rng(3, 1);
+  for (int i = 0; i < 300; ++i) {
+    auto s = SampleUnderMask(**t, &rng, false);
+    std::vector<std::string> f;
+    ASSERT_EQ((*t)->DecodeRecord(s, &f), "");
+    ASSERT_EQ((*t)->CheckFields(f), "") << fmt::format("{}", fmt::join(f, "|"));
+  }
+}
+
+}  // namespace
+}  // namespace ds

@@ -19,6 +19,7 @@ struct GenArgs {
   double checkpoint_interval = 1.0;
   bool no_field_count = false, no_types = false, no_ranges = false, no_categories = false,
        no_empty = false;
+  bool no_copy_guard = false;
 };
 
 // The generation settings given on the command line (the rest come from the model).
@@ -63,6 +64,7 @@ int RunTabularGenerate(const GenArgs& a, const GenOverrides& v) {
   o.device = a.device;
   o.gpu_memory = a.gpu_memory;
   o.gpu_memory_limit = a.gpu_memory_limit;
+  o.copy_guard = !a.no_copy_guard;
   o.cancel = InstallInterruptFlag();
   TabularCliObserver obs;
   TabularGenerateSummary sum;
@@ -112,6 +114,7 @@ int RunGenerate(const GenArgs& a, bool device_given) {
   c.gpu_memory = a.gpu_memory;
   c.gpu_memory_limit = a.gpu_memory_limit;
   c.precision = a.precision;
+  c.copy_guard = !a.no_copy_guard;
   c.run.cancel = InstallInterruptFlag();
 
   ProgressLine line(5.0);
@@ -147,6 +150,11 @@ int RunGenerate(const GenArgs& a, bool device_given) {
       for (size_t i = 0; i < sum.worker_memory.size(); ++i)
         std::fprintf(stderr, "  worker %zu: %s\n", i, sum.worker_memory[i].ToString().c_str());
   }
+  if (sum.copies_rejected > 0)
+    std::fprintf(stderr,
+                 "copy guard: %lld exact cop%s of rare training rows rejected and sampled again "
+                 "(counted as invalid)\n",
+                 (long long)sum.copies_rejected, sum.copies_rejected == 1 ? "y" : "ies");
   if (!s.ok() && sum.resumable)
     std::fprintf(stderr,
                  "the output so far is kept; run the same command with --resume to complete it\n");
@@ -216,6 +224,10 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_flag("--no-categories", a.no_categories, "do not check category sets")
       ->group("Validation");
   cmd->add_flag("--no-empty-check", a.no_empty, "do not check empty fields")->group("Validation");
+  cmd->add_flag("--no-copy-guard", a.no_copy_guard,
+                "keep exact copies of rare training rows (the model's copy guard; "
+                "docs/generate.md)")
+      ->group("Validation");
   cmd->callback([device] { throw CLI::RuntimeError(RunGenerate(a, device->count() > 0)); });
 }
 

@@ -64,6 +64,9 @@ void PrintModel(const std::string& dir, const Model& m) {
                 meta.dp_unit.c_str());
   else
     std::printf("privacy      none (trained without differential privacy)\n");
+  if (m.copy_guard)
+    std::printf("copy guard   %zu rare training rows (seen fewer than %d times) are never copied\n",
+                m.copy_guard->size(), m.copy_guard->min_count());
 }
 
 int RunTabularInfo(const std::string& dir, bool json) {

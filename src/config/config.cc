@@ -189,6 +189,12 @@ std::vector<Config::Key> MakeKeys() {
       .extra = CheckSchemaPath;
   DS_KEY(calibrate, T::kBool, G::kTraining,
          "after training, match the generated per-column marginals to the measured ones");
+  DS_KEY(copy_guard, T::kBool, G::kPrivacy,
+         "store hashes of rare training rows; generation rejects exact copies of them (not "
+         "under dp)");
+  Ints(DS_KEY(copy_guard_min_count, T::kInt, G::kPrivacy,
+              "copy guard: rows seen fewer times in training are rare (1 = guard none)"),
+       1, 1000000000);
   // generation
   Reals(DS_KEY(gen_temp, T::kDouble, G::kGeneration, "sampling temperature"), 1e-6, 1e3);
   Ints(DS_KEY(gen_chars, T::kInt64, G::kGeneration, "cap on characters per record (0 = none)"), 0,

@@ -52,6 +52,7 @@ Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks
       g.constraints = std::move(tables);
     }
   }
+  if (g.delimiter) g.copy_guard = model.copy_guard;
   const Model* m = &model;
   DS_RETURN_IF_ERROR(BackendAvailable(m->meta.spec.architecture, device.kind));
   BackendOptions o;
@@ -148,6 +149,7 @@ Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& ev
   if (!device_warning.empty() && events.warning) events.warning(device_warning);
   DS_ASSIGN_OR_RETURN(GenerationModel gm,
                       MakeGenerationModel(*model, cmd.checks, cmd.constrain, device));
+  if (!cmd.copy_guard) gm.copy_guard.reset();
   if (gm.constraints && events.warning) {
     if (cmd.constrain == ConstraintLevel::kValues && !RulesHoldValues(*gm.rules))
       events.warning(
@@ -195,6 +197,9 @@ Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& ev
                                    {"range", cmd.checks.range},
                                    {"category", cmd.checks.category}};
   run.resume_settings["constrain"] = ConstraintLevelName(cmd.constrain);
+  if (gm.copy_guard)  // absent without one, so that older progress files still resume
+    run.resume_settings["copy_guard"] = {{"rows", gm.copy_guard->size()},
+                                         {"min_count", gm.copy_guard->min_count()}};
   if (!c.reset_states && events.warning)
     events.warning(
         "reset_states = false is ignored: every record starts from a reset state, which is what "

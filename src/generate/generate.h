@@ -97,6 +97,8 @@ struct GenerateCommand {
   // fp32 | bf16 | auto (auto: the precision the model was trained at, fp32 for
   // models without one; bf16 falls back to fp32 on a CPU without it).
   std::string precision = "auto";
+  // The model's copy guard (generate/copy_guard.h); false = --no-copy-guard.
+  bool copy_guard = true;
 };
 
 Status GenerateFromModelDir(const GenerateCommand& command, const GenerateEvents& events,

@@ -52,8 +52,8 @@ Result<std::vector<std::vector<int32_t>>> EncodeStartStrings(
   return out;
 }
 
-void ValidateRecord(const GenerationModel& model, GeneratedRecord* r) {
-  if (!r->valid) return;  // the sampler's own failure stays the explanation
+namespace {
+void ValidateFields(const GenerationModel& model, GeneratedRecord* r) {
   if (model.tokenizer && model.tokenizer->decodes_records()) {
     // Honest validity: every field must be a value of its column's type
     // (known category, number in range at the precision, real date).
@@ -70,6 +70,17 @@ void ValidateRecord(const GenerationModel& model, GeneratedRecord* r) {
       r->valid = false;
       r->explain = std::move(why);
     }
+  }
+}
+}  // namespace
+
+void ValidateRecord(const GenerationModel& model, GeneratedRecord* r) {
+  if (!r->valid) return;  // the sampler's own failure stays the explanation
+  ValidateFields(model, r);
+  if (r->valid && model.copy_guard && model.copy_guard->Copies(r->fields)) {
+    r->valid = false;
+    r->explain = fmt::format("{} (seen fewer than {} times); sampled again", kCopyExplain,
+                             model.copy_guard->min_count());
   }
 }
 

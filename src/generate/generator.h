@@ -18,7 +18,9 @@
 // (no end of record, every token masked) first; then, for delimited data, the
 // ColumnRules (field count and the learned per-column rules, each switchable
 // through ColumnRules::set_checks). Text-line models accept every record that
-// ended. Only valid records count towards num_lines.
+// ended. Last, a valid record that copies a rare training row (the model's
+// copy guard) is rejected (explain: kCopyExplain). Only valid records count
+// towards num_lines.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +33,7 @@
 #include "backend/backend.h"
 #include "generate/batch_sampler.h"
 #include "generate/constraints.h"
+#include "generate/copy_guard.h"
 #include "generate/sampler.h"
 #include "generate/scheduler.h"
 #include "schema/column_rules.h"
@@ -53,6 +56,8 @@ struct GenerationModel {
   // when set, takes precedence in-process.
   std::function<Result<std::unique_ptr<TokenFilter>>(int slots)> make_filter;
   std::shared_ptr<const RecordConstraints> constraints;  // the tables behind make_filter, if any
+  // Rare training rows no record may copy (generate/copy_guard.h); null = none.
+  std::shared_ptr<const CopyGuard> copy_guard;
 };
 
 struct GenerateOptions {

@@ -66,6 +66,9 @@ std::string FormatSummary(const GenerateSummary& s) {
                                 s.invalid, s.seconds, s.workers, s.workers == 1 ? "" : "s");
   if (s.worker_failures) out += fmt::format(", {} died", s.worker_failures);
   out += ")";
+  if (s.copies_rejected)
+    out += fmt::format(" ({} exact cop{} of rare training rows rejected and sampled again)",
+                       s.copies_rejected, s.copies_rejected == 1 ? "y" : "ies");
   out += s.output.empty() ? " -> stdout" : " -> " + s.output;
   if (s.resumed) out += fmt::format(" (resumed after {} valid)", s.resumed_valid);
   if (!s.complete) out += " (incomplete)";
@@ -166,7 +169,8 @@ void Report(const RunState& r, const GenerateEvents& events, bool final) {
 // The main loop: attempts out, results in, records released in order, until
 // the scheduler is finished or something fails.
 Status Drive(const RunOptions& options, const GenerateEvents& events, int64_t kill_after_records,
-             const RunState& run, AttemptScheduler& sched, WorkerPool& pool, ResumableOutput& out) {
+             const RunState& run, AttemptScheduler& sched, WorkerPool& pool, ResumableOutput& out,
+             int64_t* copies) {
   auto last_checkpoint = Clock::now();
   auto last_progress = run.t0;
   GeneratedRecord rec;
@@ -179,7 +183,10 @@ Status Drive(const RunOptions& options, const GenerateEvents& events, int64_t ki
                     pool.failures(), run.workers);
     DS_RETURN_IF_ERROR(pool.Exchange(100));
     // Release finished records in order.
-    while (sched.Pop(&rec)) DS_RETURN_IF_ERROR(out.Write(rec, sched.position(), run.tokens()));
+    while (sched.Pop(&rec)) {
+      if (!rec.valid && IsCopyRejection(rec.explain)) ++*copies;
+      DS_RETURN_IF_ERROR(out.Write(rec, sched.position(), run.tokens()));
+    }
     if (kill_after_records >= 0 && out.written() >= kill_after_records) {
       // Test hook: records past the last checkpoint reach the file, then the
       // process dies as under kill -9 (the workers follow: PR_SET_PDEATHSIG).
@@ -258,7 +265,9 @@ Status RunGeneration(const GenerationModel& model, const RunOptions& options,
   run.summary = summary;
 
   st = out->Begin(sched.position(), run.tokens());
-  if (st.ok()) st = Drive(options, events, kill_after_records, run, sched, pool, *out);
+  if (st.ok())
+    st = Drive(options, events, kill_after_records, run, sched, pool, *out,
+               &summary->copies_rejected);
   pool.Stop();
   const bool complete = st.ok() && sched.finished();
   st = out->Finish(st, complete, sched.position(), run.tokens());

@@ -108,6 +108,7 @@ struct RunOptions {
 
 struct GenerateSummary {
   int64_t valid = 0, invalid = 0;  // records released (written to csv/text: the valid ones)
+  int64_t copies_rejected = 0;     // of the invalid ones (this session): copies of rare rows
   int64_t tokens = 0;
   double seconds = 0;
   int workers = 0;

@@ -244,8 +244,42 @@ Status WriteModelParams(const std::string& dir, const Config& config, const Mode
       j["datasynth"]["schema"] = std::move(schema);
     }
   }
+  // The copy guard (generate/copy_guard.h) is bound the same way.
+  if (PathExists(dir + "/" + kCopyGuardFile)) {
+    DS_ASSIGN_OR_RETURN(std::string g, ReadFile(dir + "/" + kCopyGuardFile));
+    j["datasynth"]["copy_guard_crc32"] = Crc32(g.data(), g.size());
+  }
   return WriteFileAtomic(dir + "/model_params.json", j.dump(2) + "\n");
 }
+
+namespace {
+
+// copy_guard.bin: optional (older models, --dp), but when model_params.json
+// names one it must be there and be that file; one it does not name is refused.
+Status LoadCopyGuard(const std::string& dir, const Json& crc, Model* model) {
+  const std::string path = dir + "/" + kCopyGuardFile;
+  const bool exists = PathExists(path);
+  if (crc.is_null()) {
+    if (exists)
+      return DS_ERR(kCorrupt,
+                    "{}: not named by model_params.json (copied from another model?); remove it "
+                    "or retrain",
+                    path);
+    return Status::Ok();
+  }
+  if (!exists)
+    return DS_ERR(kCorrupt, "{}: missing (model_params.json names a copy guard)", path);
+  DS_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path, 8 * CopyGuard::kMaxRows + 64));
+  if (!crc.is_number_unsigned() || crc.get<uint64_t>() != Crc32(bytes.data(), bytes.size()))
+    return DS_ERR(kCorrupt,
+                  "{}: does not belong to this model_params.json (checksum; copy guard from "
+                  "another model?)",
+                  path);
+  DS_ASSIGN_OR_RETURN(model->copy_guard, CopyGuard::Parse(bytes, path));
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<std::unique_ptr<Model>> LoadModel(const std::string& dir) {
   if (!PathExists(dir)) return DS_ERR(kNotFound, "{}: model directory does not exist", dir);
@@ -262,6 +296,7 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir) {
   DS_ASSIGN_OR_RETURN(model->meta, ModelMeta::FromJson(j["datasynth"], params_path));
   // Optional (models written before it existed have none); see WriteModelParams.
   const Json tokenizer_crc = j["datasynth"].value("tokenizer_crc32", Json());
+  const Json guard_crc = j["datasynth"].value("copy_guard_crc32", Json());
   j.erase("datasynth");
   if (Status st = model->config.MergeJson(j, params_path); !st.ok())
     return DS_ERR(kCorrupt, "{}", st.message());
@@ -296,6 +331,7 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir) {
     return DS_ERR(kCorrupt, "{}/{}: does not belong to this model_params.json (checksum)", dir,
                   model->meta.weights_file);
 
+  DS_RETURN_IF_ERROR(LoadCopyGuard(dir, guard_crc, model.get()));
   std::string rules_path = dir + "/column_rules.json";
   if (PathExists(rules_path)) {
     DS_ASSIGN_OR_RETURN(std::string rules, ReadFile(rules_path, 256 << 20));

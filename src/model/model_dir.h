@@ -13,6 +13,9 @@
 //                      epoch, so model_params.json always names a complete
 //                      file, whenever the process is killed)
 //   column_rules.json  learned per-column validation rules (delimited data)
+//   copy_guard.bin     salted hashes of the rare training rows generation must
+//                      not copy (generate/copy_guard.h; absent in older models,
+//                      under --dp and with copy_guard = false)
 //   model_history.csv  epoch,loss,accuracy,val_loss,val_accuracy,[epsilon,delta,]best,steps
 //   checkpoint-eNNNN.bin  last complete epoch for --resume (params, optimizer
 //                      state), named by checkpoint.json (trainer state)
@@ -31,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
+#include "generate/copy_guard.h"
 #include "model/network.h"
 #include "model/tensor_file.h"
 #include "tokenize/tokenizer.h"
@@ -108,6 +112,7 @@ struct Model {
   std::unique_ptr<MappedTensorFile> weights;
   const float* params = nullptr;  // [ParamLayout::For(meta.spec).total], inside `weights`
   nlohmann::json column_rules;    // content of column_rules.json (null when absent)
+  std::shared_ptr<const CopyGuard> copy_guard;  // copy_guard.bin (null when absent)
 };
 
 // Loads and verifies every file (untrusted input): versions, checksums, shapes

@@ -1186,6 +1186,7 @@ Status GenerateBatch(TabularGeneration& g, size_t b) {
   const std::string name = BatchName(g.spec, b);
   auto tb = Clock::now();
   DS_ASSIGN_OR_RETURN(LoadedBatch lb, LoadBatch(o.model_dir, g.spec, b, o.checks, g.device));
+  if (!o.copy_guard) lb.gm.copy_guard.reset();
   const Config& mc = lb.model->config;
   RunOptions run;
   GenerateOptions& go = run.gen;

@@ -191,6 +191,7 @@ struct TabularGenerateOptions {
   const std::atomic<bool>* cancel = nullptr;
   // Device of the batch workers (generate/generate.h ResolveInferDevice).
   std::string device = "auto", gpu_memory = "grow", gpu_memory_limit;
+  bool copy_guard = true;  // false: ignore the batch models' copy guards (--no-copy-guard)
 };
 
 struct TabularGenerateSummary {

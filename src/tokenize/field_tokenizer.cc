@@ -87,10 +87,34 @@ std::vector<int64_t> BinEdges(std::vector<int64_t> v) {
   } else {
     const int nb = int(std::clamp<int64_t>(n / FieldTokenizer::kRowsPerBin, FieldTokenizer::kMinBins,
                                            FieldTokenizer::kMaxBins));
-    for (int k = 0; k < nb; ++k) {
-      const int64_t e = v[size_t(k * n / nb)];
-      if (edges.empty() || e > edges.back()) edges.push_back(e);
+    // Point masses (a value holding at least a bin's share of the rows: the
+    // 0 of a zero-inflated column) get a bin of their own; the other values
+    // are cut into quantile bins among themselves, so that the mass does not
+    // swallow the quantiles (ames' Enclosed_Porch: 6 bins before, one of
+    // them [1, 1013)).
+    std::vector<int64_t> rest;
+    rest.reserve(v.size());
+    for (size_t i = 0; i < v.size();) {
+      size_t j = i;
+      while (j < v.size() && v[j] == v[i]) ++j;
+      if (int64_t(j - i) * nb >= n) {
+        edges.push_back(v[i]);
+        edges.push_back(v[i] + 1);
+      } else {
+        rest.insert(rest.end(), v.begin() + std::ptrdiff_t(i), v.begin() + std::ptrdiff_t(j));
+      }
+      i = j;
     }
+    const int64_t m = int64_t(rest.size());
+    if (m > 0) {
+      const int nr = int(std::clamp<int64_t>(m / FieldTokenizer::kRowsPerBin,
+                                             FieldTokenizer::kMinBins, FieldTokenizer::kMaxBins));
+      for (int k = 0; k < nr; ++k) edges.push_back(rest[size_t(k * m / nr)]);
+    }
+    edges.push_back(v.front());
+    std::sort(edges.begin(), edges.end());
+    edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+    if (edges.back() > v.back()) edges.pop_back();  // the end edge is added below
   }
   edges.push_back(v.back() + 1);
   return edges;
@@ -653,6 +677,17 @@ std::string FieldTokenizer::CheckFields(const std::vector<std::string>& fields) 
     if (!s.ok()) return fmt::format("field {}: {}", f + 1, s.message());
   }
   return "";
+}
+
+std::string FieldTokenizer::CanonicalValue(int column, std::string_view v) const {
+  if (column < 0 || column >= int(cols_.size())) return std::string(v);
+  const Column& c = cols_[size_t(column)];
+  if (!IsNumeric(c.type.type) || !c.type.normalized || c.index.count(std::string(v)) ||
+      IsMissing(v) || !ValueFitsType(c.type, v))
+    return std::string(v);
+  int64_t s = 0;
+  ScaleToColumn(c.type, v, &s);
+  return FormatNumber(s, c.type.decimals, c.type.trim);
 }
 
 // ------------------------------------------------------------- description --

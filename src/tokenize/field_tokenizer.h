@@ -15,7 +15,9 @@
 //                (scaled - edge[b]) in [0, width(b)), most significant first,
 //                nd(b) = digits of width(b) - 1 (0 for a one-value bin). Bins:
 //                every distinct value its own bin when there are at most
-//                kExactBins of them, else kMaxBins quantiles (edges deduplicated);
+//                kExactBins of them, else kMaxBins quantiles (edges deduplicated;
+//                a value holding a bin's share of the rows gets its own bin,
+//                and the other values are cut into quantiles among themselves);
 //                the last bin ends at max + 1. Digit position k of the
 //                column's ND = max nd(b) positions has its own 10 tokens; the
 //                residual's digits are aligned right (units share tokens).
@@ -158,6 +160,10 @@ class FieldTokenizer final : public Tokenizer {
   std::string DecodeRecord(std::span<const int32_t> ids,
                            std::vector<std::string>* fields) const override;
   std::string CheckFields(const std::vector<std::string>& fields) const override;
+  // `v` (a training value of `column`) as generation writes it back: a
+  // normalized numeric column's numbers by value at its precision and style
+  // (`3e+05` -> `300000`, `1.50` -> `1.5`); every other value as given.
+  std::string CanonicalValue(int column, std::string_view v) const;
   Status Save(const std::string& dir) const override;
 
   const std::vector<Column>& columns() const { return cols_; }

@@ -22,6 +22,7 @@
 #include "backend/registry.h"
 #include "dist/data_parallel.h"
 #include "dist/profile.h"
+#include "generate/copy_guard.h"
 #include "io/csv.h"
 #include "io/input.h"
 #include "privacy/dp_config.h"
@@ -119,7 +120,7 @@ struct DpRun {
 bool IsRunFile(const std::string& name) {
   static const char* fixed[] = {"model_params.json", "tokenizer.json", "tokenizer.model",
                                 "column_rules.json", "model_history.csv", "checkpoint.json",
-                                "weights.bin"};
+                                "weights.bin", kCopyGuardFile};
   for (const char* f : fixed)
     if (name == f) return true;
   auto versioned = [&](const char* prefix) {
@@ -382,6 +383,9 @@ class TrainRun {
         DS_ASSIGN_OR_RETURN(tok, TrainTokenizer(t, input.records));
       }
       DS_RETURN_IF_ERROR(tok->Save(dir()));
+      DS_ASSIGN_OR_RETURN(std::string guard, WriteCopyGuard(cfg_, delim != 0, *tok, input.records,
+                                                            seed_, dir()));
+      if (!guard.empty()) obs_.OnInfo(guard);
     }
     obs_.OnInfo(fmt::format("tokenizer: {} with {} tokens{} ({:.1f}s)", tok->type(),
                             tok->vocab_size(), tok->column_markers() ? ", column markers" : "",
