@@ -26,7 +26,7 @@ DS_FLAGS=${DS_FLAGS-}
 mkdir -p "$WORK"
 score() {  # dir: evaluate the synth of one run
   "$DS" evaluate --real "$1/../train.csv" --synthetic "$1/synth.csv" --holdout "$1/../hold.csv" \
-    --json "$1/eval.json" > "$1/eval.txt" 2>&1 || echo "evaluate failed: $1" >&2
+    --overwrite --json "$1/eval.json" > "$1/eval.txt" 2>&1 || echo "evaluate failed: $1" >&2
 }
 for t in $TABLES; do
   T=$WORK/$t

@@ -98,7 +98,7 @@ run_method() {
   if [ $ok != 0 ]; then log "$t $m: FAILED: $(tail -1 "$d/error.txt")"; return 1; fi
   rm -rf "$d/model"  # keep the results, not the weights
   "${PIN[@]}" "$DS" evaluate --real "$s/train.csv" --synthetic "$d/synth.csv" --holdout "$s/hold.csv" \
-    --json "$d/eval.json" > "$d/eval.txt" 2>&1 || { cp "$d/eval.txt" "$d/error.txt"; log "$t $m: evaluate FAILED"; return 1; }
+    --overwrite --json "$d/eval.json" > "$d/eval.txt" 2>&1 || { cp "$d/eval.txt" "$d/error.txt"; log "$t $m: evaluate FAILED"; return 1; }
   [ "$m" = peer ] || extra=(--time "$d/train_time.txt" --gen-time "$d/gen_time.txt" \
     --gen-log "$d/gen.log" --train-log "$d/train.log")
   "$PY" "$ROOT/bench/quality_score.py" record --train "$s/train.csv" --synth "$d/synth.csv" \

@@ -21,5 +21,6 @@ $DS info --model-dir "$OUT/model"
 $DS generate --model-dir "$OUT/model" --num-lines 1000 --output "$OUT/synthetic.csv" --seed 7 --overwrite
 echo "--- first records of $OUT/synthetic.csv ---"
 head -n 6 "$OUT/synthetic.csv"
-$DS evaluate --real examples/telco_churn_2k.csv --synthetic "$OUT/synthetic.csv" --report "$OUT/report.html"
+$DS evaluate --real examples/telco_churn_2k.csv --synthetic "$OUT/synthetic.csv" --report "$OUT/report.html" \
+  --overwrite
 echo "demo: done in $(( $(date +%s) - start )) s; report: $OUT/report.html"
