@@ -558,6 +558,14 @@ TEST(Evaluate, RunEvaluateWritesFiles) {
   std::ifstream jf(args.json_path);
   auto j = nlohmann::json::parse(jf);
   EXPECT_GT(j["quality"]["overall"].get<double>(), 60);
+  // The files exist now: refused before anything is read, left as they are.
+  const auto json_size = fs::file_size(args.json_path);
+  Status again = RunEvaluate(args, &text);
+  EXPECT_EQ(again.code(), Code::kAlreadyExists);
+  EXPECT_NE(again.message().find("pass --overwrite"), std::string::npos) << again.ToString();
+  EXPECT_EQ(fs::file_size(args.json_path), json_size);
+  args.overwrite = true;
+  EXPECT_TRUE(RunEvaluate(args, &text).ok());
   args.synthetic_path = dir + "/missing.csv";
   Status bad = RunEvaluate(args, &text);
   EXPECT_EQ(bad.code(), Code::kNotFound);

@@ -70,7 +70,7 @@ out=$( (ulimit -f 4; "$DS" train "${TR[@]}" --epochs 1 --model-dir "$TMP/m2") 2>
 one_error "new training, file size limit" "$TMP/m2/weights-e0001.bin: write failed: File too large" "$out" $rc
 [ ! -e "$TMP/m2/model_params.json" ] && pass "no half model left" || fail "a model was left behind"
 
-if try_mount "$TMP/fs" -t tmpfs -o size=256k tmpfs; then
+if try_mount "$TMP/fs" -t tmpfs -o size=512k tmpfs; then
   cp -r "$TMP/cut_copy" "$TMP/fs/cut"
   dd if=/dev/zero of="$TMP/fs/fill" bs=4k 2>/dev/null  # fills the file system
   out=$("$DS" train --resume --model-dir "$TMP/fs/cut" 2>&1 >/dev/null); rc=$?

@@ -67,6 +67,12 @@ uint64_t Saturate(double bytes) {
 
 }  // namespace
 
+double CpuBufferBytes(double bytes) {
+  constexpr double kHuge = double(2 << 20);
+  if (bytes < kHuge) return bytes;
+  return std::ceil(bytes / kHuge) * kHuge + kHuge;
+}
+
 HostMemory AvailableHostMemory() {
   HostMemory m;
   if (uint64_t avail = ProcKb("/proc/meminfo", "MemAvailable"); avail > 0)
@@ -109,11 +115,16 @@ uint64_t EstimateCpuTrainBytes(const NetworkSpec& spec, int64_t max_batch, int64
   double floats = 4 * P + 5 * P + rnn_copies + V * H;
   // Activations per row and layer, 11 H for both cells: lstm gates 4H, c, tanh c,
   // h, dz 4H; gru gates 3H, u_n, h, dz 3H, dzh 3H.
-  floats += R * (E + L * (11 * H + (dropout ? H : 0)) + 2 * std::max(E, H));
   floats += 2 * B * H + (gru ? B * GH : 0);
   const double chunk = std::clamp(std::floor(double(1 << 20) / std::max(V, 1.0)), 64.0, 2048.0);
   floats += std::max(threads, 1) * (chunk * V + H * V + V + 4 * T * T + GH);
   double bytes = 4 * floats + (dropout ? R * (E + L * H) : 0);
+  // Activations, buffer by buffer (R rows each), as cpu/buffer.h allocates them.
+  bytes += CpuBufferBytes(4 * R * E) + 2 * CpuBufferBytes(4 * R * std::max(E, H));
+  for (int l = 0; l < spec.num_layers; ++l) {
+    for (double w : {GH, H, H, GH, gru ? GH : H}) bytes += CpuBufferBytes(4 * R * w);
+    if (dropout) bytes += CpuBufferBytes(4 * R * H);
+  }
   return Saturate(bytes);
 }
 

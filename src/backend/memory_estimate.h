@@ -46,6 +46,11 @@ struct HostMemory {
 };
 HostMemory AvailableHostMemory();
 
+// What cpu/buffer.h's Buffer takes from the allocator for `bytes`: buffers of 2 MiB or
+// more are rounded up to 2 MiB and 2 MiB aligned (huge pages), which may cost up to
+// 2 MiB more (aligned_alloc's slack); smaller ones are taken as they are.
+double CpuBufferBytes(double bytes);
+
 // Bytes (see the file comment). Saturate at UINT64_MAX instead of overflowing.
 uint64_t EstimateCpuTrainBytes(const NetworkSpec& spec, int64_t max_batch, int64_t max_steps,
                                int threads);
