@@ -56,6 +56,12 @@
 namespace ds {
 
 enum class FieldType { kCategorical, kInteger, kDecimal, kDatetime, kText, kId, kConstant, kEmpty };
+// Integer or decimal: bins and digits in the field tokenizer.
+inline bool IsNumericField(FieldType t) {
+  return t == FieldType::kInteger || t == FieldType::kDecimal;
+}
+// Text or id: spelled in characters by the field tokenizer.
+inline bool IsTextField(FieldType t) { return t == FieldType::kText || t == FieldType::kId; }
 
 const char* FieldTypeName(FieldType t);
 // "categorical" etc.; false for an unknown name.

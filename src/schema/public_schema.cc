@@ -17,24 +17,6 @@ using Json = nlohmann::json;
 
 namespace {
 
-bool IsNumericType(FieldType t) { return t == FieldType::kInteger || t == FieldType::kDecimal; }
-bool IsTextType(FieldType t) { return t == FieldType::kText || t == FieldType::kId; }
-
-std::vector<std::string> Chars(std::string_view s, bool* ok) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  *ok = true;
-  while (pos < s.size()) {
-    const size_t at = pos;
-    char32_t cp;
-    if (!NextCodePointStrict(s, &pos, &cp)) {
-      *ok = false;
-      return out;
-    }
-    out.emplace_back(s.substr(at, pos - at));
-  }
-  return out;
-}
 
 double Pow10d(int n) { return std::pow(10.0, n); }
 
@@ -50,9 +32,9 @@ const std::set<std::string>& AllowedKeys(FieldType t) {
   static const std::set<std::string> cons = {"name", "type", "value"};
   static const std::set<std::string> empty = {"name", "type"};
   if (t == FieldType::kCategorical) return cat;
-  if (IsNumericType(t)) return num;
+  if (IsNumericField(t)) return num;
   if (t == FieldType::kDatetime) return date;
-  if (IsTextType(t)) return text;
+  if (IsTextField(t)) return text;
   return t == FieldType::kConstant ? cons : empty;
 }
 
@@ -111,7 +93,7 @@ Status CheckText(PublicColumn* c, const std::string& where) {
                   PublicSchema::kMaxTextLength, c->max_length);
   if (c->alphabet.empty()) c->alphabet = PublicSchema::DefaultAlphabet();
   bool ok = true;
-  std::vector<std::string> cs = Chars(c->alphabet, &ok);
+  std::vector<std::string> cs = SplitCodePoints(c->alphabet, &ok);
   if (!ok) return DS_ERR(kInvalidInput, "{}: 'alphabet' is not valid UTF-8", where);
   std::set<std::string> uniq(cs.begin(), cs.end());
   std::string joined;
@@ -129,7 +111,7 @@ Status CheckColumn(PublicColumn* c, const std::string& where) {
       if (!seen.insert(v).second)
         return DS_ERR(kInvalidInput, "{}: value '{}' listed twice", where, v);
     }
-  } else if (IsNumericType(c->type)) {
+  } else if (IsNumericField(c->type)) {
     DS_RETURN_IF_ERROR(CheckNumeric(*c, where));
     DS_RETURN_IF_ERROR(CheckMissing(*c, where));
   } else if (c->type == FieldType::kDatetime) {
@@ -139,7 +121,7 @@ Status CheckColumn(PublicColumn* c, const std::string& where) {
       return DS_ERR(kInvalidInput, "{}: needs 0 <= min_year <= max_year <= 9999, got {} and {}",
                     where, c->min_year, c->max_year);
     DS_RETURN_IF_ERROR(CheckMissing(*c, where));
-  } else if (IsTextType(c->type)) {
+  } else if (IsTextField(c->type)) {
     DS_RETURN_IF_ERROR(CheckText(c, where));
   }
   return Status::Ok();
@@ -159,7 +141,7 @@ Status ParseColumn(const Json& o, const std::string& where, PublicColumn* c) {
     if (!AllowedKeys(c->type).count(key))
       return DS_ERR(kInvalidInput, "{}: key '{}' is not allowed for type {}", at, key, type);
   if (c->type == FieldType::kCategorical) DS_RETURN_IF_ERROR(Require(o, "values", at));
-  if (IsNumericType(c->type)) {
+  if (IsNumericField(c->type)) {
     DS_RETURN_IF_ERROR(Require(o, "min", at));
     DS_RETURN_IF_ERROR(Require(o, "max", at));
     if (c->type == FieldType::kDecimal) DS_RETURN_IF_ERROR(Require(o, "decimals", at));
@@ -167,7 +149,7 @@ Status ParseColumn(const Json& o, const std::string& where, PublicColumn* c) {
   if (c->type == FieldType::kDatetime) {
     for (const char* k : {"format", "min_year", "max_year"}) DS_RETURN_IF_ERROR(Require(o, k, at));
   }
-  if (IsTextType(c->type)) DS_RETURN_IF_ERROR(Require(o, "max_length", at));
+  if (IsTextField(c->type)) DS_RETURN_IF_ERROR(Require(o, "max_length", at));
   if (c->type == FieldType::kConstant) DS_RETURN_IF_ERROR(Require(o, "value", at));
   std::string style = "fixed";
   DS_RETURN_IF_ERROR(Get(o, "values", &c->values, at));
@@ -208,7 +190,7 @@ void TemplateValues(const ColumnSchema& t, const std::vector<std::string_view>& 
   auto fmt = DateFormat::Parse(t.format.empty() ? "%Y" : t.format);
   for (auto v : vals) {
     distinct.emplace(v);
-    if (IsNumericType(c->type) || c->type == FieldType::kDatetime) {
+    if (IsNumericField(c->type) || c->type == FieldType::kDatetime) {
       if (IsMissing(v)) {
         missing.emplace(v);
       } else if (c->type == FieldType::kDatetime) {
@@ -218,9 +200,9 @@ void TemplateValues(const ColumnSchema& t, const std::vector<std::string_view>& 
         NumberSyntax n;
         if (ScanNumber(v, &n)) lo = std::min(lo, n.value), hi = std::max(hi, n.value);
       }
-    } else if (IsTextType(c->type)) {
+    } else if (IsTextField(c->type)) {
       bool ok = true;
-      auto cs = Chars(v, &ok);
+      auto cs = SplitCodePoints(v, &ok);
       maxlen = std::max(maxlen, int(cs.size()));
       chars.insert(cs.begin(), cs.end());
       if (v.empty()) c->empty_ok = true;
@@ -228,12 +210,12 @@ void TemplateValues(const ColumnSchema& t, const std::vector<std::string_view>& 
   }
   c->missing.assign(missing.begin(), missing.end());
   if (c->type == FieldType::kCategorical) c->values.assign(distinct.begin(), distinct.end());
-  if (IsNumericType(c->type) && lo <= hi) {
+  if (IsNumericField(c->type) && lo <= hi) {
     c->min = RoundOut(lo, false);
     c->max = RoundOut(hi, true);
   }
   if (c->type == FieldType::kDatetime) c->min_year = ylo, c->max_year = std::max(ylo, yhi);
-  if (IsTextType(c->type)) {
+  if (IsTextField(c->type)) {
     c->max_length = std::clamp(maxlen, 1, PublicSchema::kMaxTextLength);
     for (const auto& ch : chars) c->alphabet += ch;
     const std::string ascii = PublicSchema::DefaultAlphabet();
@@ -295,7 +277,7 @@ Json PublicSchemaToJson(const PublicSchema& s) {
     o["name"] = c.name;
     o["type"] = FieldTypeName(c.type);
     if (c.type == FieldType::kCategorical) o["values"] = c.values;
-    if (IsNumericType(c.type)) {
+    if (IsNumericField(c.type)) {
       o["min"] = c.min;
       o["max"] = c.max;
       o["decimals"] = c.decimals;
@@ -307,9 +289,9 @@ Json PublicSchemaToJson(const PublicSchema& s) {
       o["min_year"] = c.min_year;
       o["max_year"] = c.max_year;
     }
-    if ((IsNumericType(c.type) || c.type == FieldType::kDatetime) && !c.missing.empty())
+    if ((IsNumericField(c.type) || c.type == FieldType::kDatetime) && !c.missing.empty())
       o["missing"] = c.missing;
-    if (IsTextType(c.type)) {
+    if (IsTextField(c.type)) {
       o["max_length"] = c.max_length;
       if (!c.alphabet.empty() && c.alphabet != PublicSchema::DefaultAlphabet())
         o["alphabet"] = c.alphabet;
@@ -362,7 +344,7 @@ Result<PublicSchema> SchemaTemplate(const std::vector<std::string>& header,
 bool ConformValue(const PublicColumn& c, std::string* v, bool* clipped) {
   *clipped = false;
   const FieldType t = c.type;
-  if ((IsNumericType(t) || t == FieldType::kDatetime) && IsMissing(*v)) {
+  if ((IsNumericField(t) || t == FieldType::kDatetime) && IsMissing(*v)) {
     if (std::find(c.missing.begin(), c.missing.end(), *v) != c.missing.end()) return true;
     if (c.missing.empty()) return false;
     *v = c.missing[0];
@@ -371,7 +353,7 @@ bool ConformValue(const PublicColumn& c, std::string* v, bool* clipped) {
   }
   if (t == FieldType::kCategorical)
     return std::find(c.values.begin(), c.values.end(), *v) != c.values.end();
-  if (IsNumericType(t)) {
+  if (IsNumericField(t)) {
     DecimalValue d;
     if (!ParseDecimal(*v, &d)) return false;
     int64_t lo = 0, hi = 0, scaled = 0;
@@ -395,9 +377,9 @@ bool ConformValue(const PublicColumn& c, std::string* v, bool* clipped) {
     *v = f->Write(d);
     return true;
   }
-  if (IsTextType(t)) {
+  if (IsTextField(t)) {
     bool ok = true;
-    auto cs = Chars(*v, &ok);
+    auto cs = SplitCodePoints(*v, &ok);
     if (!ok || int(cs.size()) > c.max_length || (cs.empty() && !c.empty_ok)) return false;
     return std::all_of(cs.begin(), cs.end(), [&](const std::string& ch) {
       return c.alphabet.find(ch) != std::string::npos;

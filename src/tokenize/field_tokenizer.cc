@@ -40,23 +40,6 @@ int DigitsOf(int64_t v) {  // digits of v >= 0; 0 for v == 0
   return n;
 }
 
-bool IsNumeric(FieldType t) { return t == FieldType::kInteger || t == FieldType::kDecimal; }
-bool IsText(FieldType t) { return t == FieldType::kText || t == FieldType::kId; }
-
-std::vector<std::string> SplitChars(std::string_view s) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos < s.size()) {
-    const size_t at = pos;
-    char32_t cp;
-    if (!NextCodePointStrict(s, &pos, &cp)) {
-      pos = at + 1;  // inputs are validated UTF-8; never loop forever
-      continue;
-    }
-    out.emplace_back(s.substr(at, pos - at));
-  }
-  return out;
-}
 
 uint64_t Mix(uint64_t x) {  // splitmix64 finaliser
   x += 0x9e3779b97f4a7c15ull;
@@ -152,7 +135,7 @@ Result<std::unique_ptr<FieldTokenizer>> FieldTokenizer::Train(
         if (n >= opts.rare_count) col.values.emplace_back(v);
       for (auto v : vals)
         if (counts[v] < opts.rare_count) col.rare.emplace_back(v);
-    } else if (IsNumeric(ft) || ft == FieldType::kDatetime) {
+    } else if (IsNumericField(ft) || ft == FieldType::kDatetime) {
       std::set<std::string> missing;
       std::vector<int64_t> scaled;
       int ylo = 9999, yhi = 0;
@@ -178,16 +161,16 @@ Result<std::unique_ptr<FieldTokenizer>> FieldTokenizer::Train(
         }
       }
       col.missing.assign(missing.begin(), missing.end());
-      if (IsNumeric(ft) && !scaled.empty()) col.edges = BinEdges(std::move(scaled));
+      if (IsNumericField(ft) && !scaled.empty()) col.edges = BinEdges(std::move(scaled));
       if (ft == FieldType::kDatetime && ylo <= yhi) {
         col.year_lo = ylo;
         col.year_hi = yhi;
       }
-    } else if (IsText(ft)) {
+    } else if (IsTextField(ft)) {
       std::set<std::string> chars;
       std::set<std::string_view> distinct;
       for (auto v : vals) {
-        auto cs = SplitChars(v);
+        auto cs = SplitCodePoints(v);
         col.max_len = std::max(col.max_len, int(cs.size()));
         if (v.empty()) col.empty_ok = true;
         chars.insert(cs.begin(), cs.end());
@@ -214,7 +197,7 @@ Status FieldTokenizer::BuildTrie(Column* c) {
     const std::string& v = c->closed[i];
     if (i && !(c->closed[i - 1] < v))
       return DS_ERR(kCorrupt, "column '{}': closed values not sorted and unique", c->name);
-    auto cs = SplitChars(v);
+    auto cs = SplitCodePoints(v);
     if (int(cs.size()) > c->max_len || (cs.empty() && !c->empty_ok))
       return DS_ERR(kCorrupt, "column '{}': closed value '{}' does not fit", c->name, v);
     int node = 0;
@@ -267,14 +250,14 @@ Status FieldTokenizer::Finalize() {
           return DS_ERR(kCorrupt, "column '{}': rare value '{}' is also a value", c.name, v);
       c.size = int(c.values.size()) + (c.rare.empty() ? 0 : 1);
       if (c.size == 0) return DS_ERR(kCorrupt, "column '{}': no values", c.name);
-    } else if (IsNumeric(ft) || ft == FieldType::kDatetime) {
+    } else if (IsNumericField(ft) || ft == FieldType::kDatetime) {
       DS_RETURN_IF_ERROR(unique(c.missing, "missing spelling"));
       for (const auto& m : c.missing) {
         if (!IsMissing(m)) return DS_ERR(kCorrupt, "column '{}': '{}' is not missing", c.name, m);
         add(c.name + "=" + (m.empty() ? "<empty>" : m));
       }
       c.size = int(c.missing.size());
-      if (IsNumeric(ft)) {
+      if (IsNumericField(ft)) {
         if (c.type.decimals < 0 || c.type.decimals > 9)
           return DS_ERR(kCorrupt, "column '{}': decimals {} out of range", c.name, c.type.decimals);
         if (c.edges.size() == 1 || c.edges.size() > size_t(kExactBins) + 1)
@@ -308,7 +291,7 @@ Status FieldTokenizer::Finalize() {
           }
         }
       }
-    } else if (IsText(ft)) {
+    } else if (IsTextField(ft)) {
       DS_RETURN_IF_ERROR(unique(c.chars, "character"));
       for (const auto& ch : c.chars) {
         size_t pos = 0;
@@ -342,11 +325,11 @@ const std::string& FieldTokenizer::text(int id) const {
 int FieldTokenizer::max_record_tokens() const {
   int64_t n = 1;  // int64: a loaded file may declare 2^20 columns of 2^20 characters
   for (const Column& c : cols_) {
-    if (IsNumeric(c.type.type)) {
+    if (IsNumericField(c.type.type)) {
       n += 1 + c.nd;
     } else if (c.type.type == FieldType::kDatetime) {
       n += std::max<int64_t>(1, int64_t(c.part_base.size()));
-    } else if (IsText(c.type.type)) {
+    } else if (IsTextField(c.type.type)) {
       n += c.max_len + 1;
     } else if (c.size > 0) {
       n += 1;
@@ -374,10 +357,10 @@ Status FieldTokenizer::EncodeValue(int ci, std::string_view v, std::vector<int32
     if (!ValueFitsType(c.type, v)) return not_seen();
     return Status::Ok();
   }
-  if (IsText(ft)) {
+  if (IsTextField(ft)) {
     if (!c.closed.empty() && !std::binary_search(c.closed.begin(), c.closed.end(), v))
       return not_seen();
-    auto cs = SplitChars(v);
+    auto cs = SplitCodePoints(v);
     if (int(cs.size()) > c.max_len || (cs.empty() && !c.empty_ok))
       return DS_ERR(kInvalidInput, "column '{}': '{}' is longer than any training value", c.name,
                     std::string(v));
@@ -507,12 +490,12 @@ void FieldTokenizer::PartRange(const Cursor& c, int* lo, int* hi) const {
   const Column& col = cols_[size_t(c.col)];
   *lo = col.base;
   *hi = col.base + col.size;
-  if (IsNumeric(col.type.type) && c.part > 0) {
+  if (IsNumericField(col.type.type) && c.part > 0) {
     const int m = int(col.missing.size()), nb = NumBins(col);
     const int k = col.nd - BinDigits(col, c.bin) + c.part - 1;
     *lo = col.base + m + nb + 10 * k;
     *hi = *lo + 10;
-  } else if (IsNumeric(col.type.type)) {
+  } else if (IsNumericField(col.type.type)) {
     *hi = col.base + int(col.missing.size()) + NumBins(col);
   } else if (col.type.type == FieldType::kDatetime && !col.part_base.empty()) {
     const auto& parts = col.format->parts();
@@ -618,7 +601,7 @@ void FieldTokenizer::Mask(const Cursor& c, float* logits) const {
   std::fill(logits + hi, logits + vocab_, kNeg);
   if (c.col >= int(cols_.size())) return;
   const Column& col = cols_[size_t(c.col)];
-  if (IsNumeric(col.type.type) && c.part > 0) {
+  if (IsNumericField(col.type.type) && c.part > 0) {
     const int ndb = BinDigits(col, c.bin);
     const int64_t w = col.edges[size_t(c.bin) + 1] - col.edges[size_t(c.bin)];
     for (int d = 0; d < 10; ++d)
@@ -626,7 +609,7 @@ void FieldTokenizer::Mask(const Cursor& c, float* logits) const {
   } else if (col.type.type == FieldType::kDatetime && !col.part_base.empty() &&
              col.format->parts()[size_t(c.part)] == DatePart::kDay) {
     for (int d = DaysInMonth(c.dt.year, c.dt.month); d < 31; ++d) logits[lo + d] = kNeg;
-  } else if (IsText(col.type.type) && !col.closed.empty()) {
+  } else if (IsTextField(col.type.type) && !col.closed.empty()) {
     const int eof = col.base + int(col.chars.size());
     const auto& edges = col.trie[size_t(c.node)];
     size_t e = 0;
@@ -635,7 +618,7 @@ void FieldTokenizer::Mask(const Cursor& c, float* logits) const {
       if (e >= edges.size() || edges[e].first != off) logits[col.base + off] = kNeg;
     }
     if (!col.terminal[size_t(c.node)]) logits[eof] = kNeg;
-  } else if (IsText(col.type.type)) {
+  } else if (IsTextField(col.type.type)) {
     const int eof = col.base + int(col.chars.size());
     if (c.len >= col.max_len) {
       std::fill(logits + lo, logits + eof, kNeg);
@@ -682,7 +665,7 @@ std::string FieldTokenizer::CheckFields(const std::vector<std::string>& fields) 
 std::string FieldTokenizer::CanonicalValue(int column, std::string_view v) const {
   if (column < 0 || column >= int(cols_.size())) return std::string(v);
   const Column& c = cols_[size_t(column)];
-  if (!IsNumeric(c.type.type) || !c.type.normalized || c.index.count(std::string(v)) ||
+  if (!IsNumericField(c.type.type) || !c.type.normalized || c.index.count(std::string(v)) ||
       IsMissing(v) || !ValueFitsType(c.type, v))
     return std::string(v);
   int64_t s = 0;
@@ -730,7 +713,7 @@ nlohmann::json FieldTokenizer::SchemaJson() const {
   nlohmann::json arr = nlohmann::json::array();
   for (const Column& c : cols_) {
     nlohmann::json j = {{"name", c.name}, {"type", FieldTypeName(c.type.type)}};
-    if (IsNumeric(c.type.type)) {
+    if (IsNumericField(c.type.type)) {
       j["decimals"] = c.type.decimals;
       j["trim"] = c.type.trim;
       if (c.type.normalized) j["normalized"] = true;  // absent: false (older models)
@@ -830,7 +813,7 @@ Result<std::unique_ptr<Tokenizer>> FieldTokenizer::Load(const nlohmann::json& j,
     if (ft == FieldType::kCategorical) {
       c.values = StringList(o, "values", size_t(1) << 22, where);
       c.rare = StringList(o, "rare", size_t(1) << 26, where);
-    } else if (IsNumeric(ft)) {
+    } else if (IsNumericField(ft)) {
       c.type.decimals = int(JsonInt(o, "decimals", 0, 9, where));
       c.type.trim = JsonBool(o, "trim", where);
       c.type.normalized = o.contains("normalized") && JsonBool(o, "normalized", where);
@@ -848,7 +831,7 @@ Result<std::unique_ptr<Tokenizer>> FieldTokenizer::Load(const nlohmann::json& j,
         return DS_ERR(kCorrupt, "{}: 'years' must be [lo, hi]", where);
       c.year_lo = int(std::clamp<int64_t>(y[0].get<int64_t>(), -1, 10000));
       c.year_hi = int(std::clamp<int64_t>(y[1].get<int64_t>(), -1, 10000));
-    } else if (IsText(ft)) {
+    } else if (IsTextField(ft)) {
       c.chars = StringList(o, "chars", 0x110000, where);
       c.max_len = int(JsonInt(o, "max_len", 0, 1 << 20, where));
       c.empty_ok = JsonBool(o, "empty_ok", where);

@@ -191,4 +191,21 @@ std::string DescribeCodePoint(char32_t cp) {
   return s;
 }
 
+std::vector<std::string> SplitCodePoints(std::string_view s, bool* ok) {
+  std::vector<std::string> out;
+  if (ok) *ok = true;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    const size_t at = pos;
+    char32_t cp;
+    if (!NextCodePointStrict(s, &pos, &cp)) {
+      if (ok) *ok = false;
+      pos = at + 1;
+      continue;
+    }
+    out.emplace_back(s.substr(at, pos - at));
+  }
+  return out;
+}
+
 }  // namespace ds

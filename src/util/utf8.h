@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ds {
 
@@ -66,5 +67,10 @@ inline std::string EncodeCodePoint(char32_t cp) {
 
 // "U+00E9 'é'" for messages; control characters get no quoted form.
 std::string DescribeCodePoint(char32_t cp);
+
+// The code points of s, each as its UTF-8 bytes ("añ" -> {"a", "ñ"}). A byte that
+// does not start a valid sequence (NextCodePointStrict) is skipped and *ok (when
+// given) set to false.
+std::vector<std::string> SplitCodePoints(std::string_view s, bool* ok = nullptr);
 
 }  // namespace ds
