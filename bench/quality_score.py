@@ -60,6 +60,9 @@ def column_checker(values):
     if all(NUMBER.fullmatch(v) for v in present):
         ints = all(INTEGER.fullmatch(v) for v in present)
         lo, hi = min(float(v) for v in present), max(float(v) for v in present)
+        # Float noise: a train value written 6.542000000000001 is 6.542 (the field
+        # tokenizer drops digits that change a value by less than 1e-12 of itself).
+        lo, hi = lo - 1e-12 * abs(lo), hi + 1e-12 * abs(hi)
         pat = INTEGER if ints else NUMBER
 
         def number(v):
