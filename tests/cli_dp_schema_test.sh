@@ -13,6 +13,13 @@ SMALL=(--epochs 3 --embedding-dim 16 --rnn-units 32 --batch-size 32 --seed 9 --d
 "$DS" schema -i "$TMP/t.csv" -o "$TMP/full.json" 2>"$TMP/log" &&
   grep -q "NOT private" "$TMP/full.json" && pass "schema template written, labelled NOT private" ||
   fail "schema template: $(cat "$TMP/log")"
+cp "$TMP/full.json" "$TMP/keep.json"
+out=$("$DS" schema -i "$TMP/t.csv" -o "$TMP/full.json" 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "full.json: already exists; pass --overwrite to replace it" <<<"$out" &&
+  cmp -s "$TMP/full.json" "$TMP/keep.json" && pass "schema: an existing output is refused, untouched" ||
+  fail "schema over an existing file: rc $rc: $out"
+"$DS" schema -i "$TMP/t.csv" -o "$TMP/full.json" --overwrite 2>/dev/null && cmp -s "$TMP/full.json" "$TMP/keep.json" &&
+  pass "schema --overwrite replaces it (same template)" || fail "schema --overwrite"
 # The public schema: Chinstrap is not listed (a category only the data has).
 python3 - "$TMP/full.json" "$TMP/s.json" <<'PY'
 import json, sys

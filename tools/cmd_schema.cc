@@ -13,7 +13,14 @@ namespace ds::cli {
 namespace {
 
 int RunSchema(const std::string& input, const std::string& output, std::string delimiter,
-              const std::string& field_types) {
+              const std::string& field_types, bool overwrite) {
+  if (!output.empty() && output != "-") {  // before reading: nothing to lose yet
+    if (output == input)
+      return Fail(DS_ERR(kInvalidArgument, "--output {}: is the input file", output));
+    if (!overwrite && PathExists(output))
+      return Fail(DS_ERR(kAlreadyExists, "{}: already exists; pass --overwrite to replace it",
+                         output));
+  }
   Config cfg;
   if (delimiter.empty()) {
     DefaultDelimiterFromName(input, &cfg, true);
@@ -48,13 +55,17 @@ int RunSchema(const std::string& input, const std::string& output, std::string d
 
 void AddSchemaCommand(CLI::App& app) {
   static std::string input, output, delimiter, field_types;
+  static bool overwrite = false;
   CLI::App* cmd = app.add_subcommand(
       "schema", "Write a public-schema template from a CSV file (NOT private; review it)");
   cmd->add_option("--input,-i", input, "CSV file")->required();
   cmd->add_option("--output,-o", output, "schema JSON to write (default: stdout)");
   cmd->add_option("--field-delimiter", delimiter, "CSV delimiter (default from the name, else ,)");
   cmd->add_option("--field-types", field_types, "type overrides: col=type;col2=type");
-  cmd->callback([] { throw CLI::RuntimeError(RunSchema(input, output, delimiter, field_types)); });
+  cmd->add_flag("--overwrite", overwrite, "replace an existing --output file");
+  cmd->callback([] {
+    throw CLI::RuntimeError(RunSchema(input, output, delimiter, field_types, overwrite));
+  });
 }
 
 }  // namespace ds::cli
