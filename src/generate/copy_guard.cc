@@ -7,6 +7,7 @@
 #include "model/tensor_file.h"
 #include "tokenize/field_tokenizer.h"
 #include "util/fs.h"
+#include "util/rng.h"
 
 namespace ds {
 
@@ -15,13 +16,6 @@ namespace {
 constexpr char kMagic[8] = {'D', 'S', 'C', 'O', 'P', 'Y', 'G', '1'};
 constexpr uint32_t kVersion = 1;
 constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8 + 8;
-
-uint64_t Mix(uint64_t x) {  // splitmix64 finaliser
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 void PutU32(std::string* s, uint32_t v) {
   for (int i = 0; i < 4; ++i) s->push_back(char((v >> (8 * i)) & 0xff));
@@ -38,18 +32,18 @@ uint64_t GetU(std::string_view s, size_t at, int bytes) {
 }  // namespace
 
 uint64_t CopyGuard::Hash(const std::vector<std::string>& fields) const {
-  uint64_t h = Mix(salt_ ^ uint64_t(fields.size()));
+  uint64_t h = SplitMix64(salt_ ^ uint64_t(fields.size()));
   for (const std::string& f : fields) {
-    h = Mix(h ^ uint64_t(f.size()));  // lengths keep ("ab","c") apart from ("a","bc")
+    h = SplitMix64(h ^ uint64_t(f.size()));  // lengths keep ("ab","c") apart from ("a","bc")
     size_t i = 0;
     for (; i + 8 <= f.size(); i += 8) {
       uint64_t w;
       std::memcpy(&w, f.data() + i, 8);
-      h = Mix(h ^ w);
+      h = SplitMix64(h ^ w);
     }
     uint64_t w = 0;
     for (size_t k = 0; i + k < f.size(); ++k) w |= uint64_t(uint8_t(f[i + k])) << (8 * k);
-    h = Mix(h ^ w ^ 0x100);
+    h = SplitMix64(h ^ w ^ 0x100);
   }
   return h;
 }
@@ -136,7 +130,7 @@ Result<std::string> WriteCopyGuard(const Config& config, bool delimited, const T
                                    uint64_t seed, const std::string& dir) {
   if (!config.copy_guard || !delimited || config.dp) return std::string();
   auto guard = CopyGuard::Build(tok, records, config.copy_guard_min_count,
-                                Mix(seed ^ 0x636f707967756172ull));
+                                SplitMix64(seed ^ 0x636f707967756172ull));
   DS_RETURN_IF_ERROR(guard->Save(dir));
   return fmt::format(
       "copy guard: {} distinct rows of the {} training rows are rare (seen fewer than {} "

@@ -11,6 +11,7 @@
 
 #include "tokenize/internal.h"
 #include "util/utf8.h"
+#include "util/rng.h"
 
 namespace ds {
 
@@ -40,13 +41,6 @@ int DigitsOf(int64_t v) {  // digits of v >= 0; 0 for v == 0
   return n;
 }
 
-
-uint64_t Mix(uint64_t x) {  // splitmix64 finaliser
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 int NumBins(const FieldTokenizer::Column& c) {
   return c.edges.empty() ? 0 : int(c.edges.size()) - 1;
@@ -518,7 +512,7 @@ void FieldTokenizer::Advance(Cursor* c, int32_t id, std::vector<std::string>* fi
   switch (col.type.type) {
     case FieldType::kCategorical:
       if (off < int(col.values.size())) return Complete(c, col.values[size_t(off)], fields);
-      return Complete(c, col.rare[size_t(Mix(c->hash + uint64_t(c->col)) % col.rare.size())],
+      return Complete(c, col.rare[size_t(SplitMix64(c->hash + uint64_t(c->col)) % col.rare.size())],
                       fields);
     case FieldType::kInteger:
     case FieldType::kDecimal: {
@@ -634,7 +628,7 @@ std::string FieldTokenizer::DecodeRecord(std::span<const int32_t> ids,
   Cursor c;
   Begin(&c, fields);
   // <other> is decoded by a hash of the WHOLE record's ids (see the header).
-  for (int32_t id : ids) c.hash = Mix(c.hash ^ uint64_t(uint32_t(id)));
+  for (int32_t id : ids) c.hash = SplitMix64(c.hash ^ uint64_t(uint32_t(id)));
   for (size_t i = 0; i < ids.size(); ++i) {
     Advance(&c, ids[i], fields);
     if (c.broken) {

@@ -10,6 +10,14 @@
 
 namespace ds {
 
+// splitmix64's finaliser: a fixed 64-bit mix (hashes of records and fields).
+inline uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 class Philox {
  public:
   Philox(uint64_t seed, uint64_t stream) : key_{uint32_t(seed), uint32_t(seed >> 32)} {
