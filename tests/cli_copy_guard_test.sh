@@ -52,6 +52,11 @@ cmp -s "$TMP/g1.csv" "$TMP/g2.csv" && cmp -s "$TMP/g1.csv" "$TMP/g3.csv" &&
   pass "1, 2 and 3 workers: byte-identical" || fail "worker counts differ"
 grep -q "exact copies of rare training rows rejected" "$TMP/glog1" &&
   pass "summary counts the rejections" || fail "summary: $(tail -2 "$TMP/glog1")"
+# The count crosses the worker protocol (-p 2, 3) as a flag of the record.
+rej() { grep -o "[0-9]* exact cop[a-z]* of rare training rows rejected" "$TMP/glog$1" | cut -d' ' -f1; }
+[ -n "$(rej 1)" ] && [ "$(rej 1)" = "$(rej 2)" ] && [ "$(rej 1)" = "$(rej 3)" ] &&
+  pass "1, 2 and 3 workers count the same $(rej 1) rejections" ||
+  fail "rejections counted: $(rej 1) / $(rej 2) / $(rej 3)"
 gen -o "$TMP/off.csv" -p 1 --no-copy-guard 2>"$TMP/glog" || fail "generate --no-copy-guard"
 n=$(rare_copies "$TMP/off.csv")
 [ "$n" -gt 0 ] && pass "--no-copy-guard: $n copies of rare rows (the guard has work here)" ||

@@ -47,6 +47,7 @@ struct GeneratedRecord {
   uint64_t id = 0;      // attempt index (the Philox stream)
   int32_t prefix = -1;  // prefix index, -1 = none
   bool valid = true;
+  bool copy_rejected = false;       // invalid because the copy guard rejected it
   std::string text;                 // the record as one line: fields joined by the delimiter
   std::string explain;              // why it is invalid ("" when valid)
   std::vector<std::string> fields;  // decoded fields (the prefix's included)

@@ -6,6 +6,7 @@
 
 #include "model/tensor_file.h"
 #include "tokenize/field_tokenizer.h"
+#include "util/bytes.h"
 #include "util/fs.h"
 #include "util/rng.h"
 
@@ -17,17 +18,6 @@ constexpr char kMagic[8] = {'D', 'S', 'C', 'O', 'P', 'Y', 'G', '1'};
 constexpr uint32_t kVersion = 1;
 constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8 + 8;
 
-void PutU32(std::string* s, uint32_t v) {
-  for (int i = 0; i < 4; ++i) s->push_back(char((v >> (8 * i)) & 0xff));
-}
-void PutU64(std::string* s, uint64_t v) {
-  for (int i = 0; i < 8; ++i) s->push_back(char((v >> (8 * i)) & 0xff));
-}
-uint64_t GetU(std::string_view s, size_t at, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= uint64_t(uint8_t(s[at + size_t(i)])) << (8 * i);
-  return v;
-}
 
 }  // namespace
 
@@ -95,25 +85,28 @@ Result<std::shared_ptr<const CopyGuard>> CopyGuard::Parse(std::string_view b,
                                                           const std::string& src) {
   if (b.size() < kHeaderBytes + 4 || std::memcmp(b.data(), kMagic, sizeof(kMagic)) != 0)
     return DS_ERR(kCorrupt, "{}: not a copy guard file (no 'DSCOPYG1' header)", src);
-  const uint32_t version = uint32_t(GetU(b, 8, 4));
+  ByteReader rd(b.substr(sizeof(kMagic)));
+  const uint32_t version = rd.Get<uint32_t>();
   if (version != kVersion)
     return DS_ERR(kCorrupt, "{}: copy guard version {} (this build reads {})", src, version,
                   kVersion);
-  const uint64_t min_count = GetU(b, 12, 4), count = GetU(b, 24, 8);
+  const uint64_t min_count = rd.Get<uint32_t>();
+  const uint64_t salt = rd.Get<uint64_t>();
+  const uint64_t count = rd.Get<uint64_t>();
   if (min_count < 1 || min_count > 1000000000)
     return DS_ERR(kCorrupt, "{}: min_count {} is outside 1..1000000000", src, min_count);
   if (count > kMaxRows || b.size() != kHeaderBytes + 8 * count + 4)
     return DS_ERR(kCorrupt, "{}: {} bytes do not hold the {} hashes it announces", src, b.size(),
                   count);
-  const uint32_t crc = uint32_t(GetU(b, b.size() - 4, 4));
+  const uint32_t crc = ByteReader(b.substr(b.size() - 4)).Get<uint32_t>();
   if (crc != Crc32(b.data(), b.size() - 4))
     return DS_ERR(kCorrupt, "{}: checksum mismatch (file damaged or edited)", src);
   std::shared_ptr<CopyGuard> g(new CopyGuard());
   g->min_count_ = int(min_count);
-  g->salt_ = GetU(b, 16, 8);
+  g->salt_ = salt;
   g->hashes_.resize(size_t(count));
   for (size_t i = 0; i < count; ++i) {
-    g->hashes_[i] = GetU(b, kHeaderBytes + 8 * i, 8);
+    g->hashes_[i] = rd.Get<uint64_t>();
     if (i > 0 && g->hashes_[i] <= g->hashes_[i - 1])
       return DS_ERR(kCorrupt, "{}: hash {} is out of order", src, i + 1);
   }

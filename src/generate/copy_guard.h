@@ -81,9 +81,4 @@ Result<std::string> WriteCopyGuard(const Config& config, bool delimited, const T
                                    const std::vector<std::vector<std::string>>& records,
                                    uint64_t seed, const std::string& dir);
 
-// True when `explain` is a copy rejection (see kCopyExplain).
-inline bool IsCopyRejection(std::string_view explain) {
-  return explain.substr(0, kCopyExplain.size()) == kCopyExplain;
-}
-
 }  // namespace ds

@@ -79,6 +79,7 @@ void ValidateRecord(const GenerationModel& model, GeneratedRecord* r) {
   ValidateFields(model, r);
   if (r->valid && model.copy_guard && model.copy_guard->Copies(r->fields)) {
     r->valid = false;
+    r->copy_rejected = true;
     r->explain = fmt::format("{} (seen fewer than {} times); sampled again", kCopyExplain,
                              model.copy_guard->min_count());
   }

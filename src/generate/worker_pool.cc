@@ -122,7 +122,7 @@ Status WorkerPool::Receive(Worker& w) {
   const bool eof = !w.proc.ReadAvailable(&w.in);
   Status st;
   bool ok = wp::ParseFrames(&w.in, [&](uint8_t type, const char* p, const char* end) {
-    wp::Reader rd{p, end};
+    wp::Reader rd(p, end);
     if (type == wp::kError) {
       std::string msg = rd.Str();
       st = DS_ERR(kInternal, "generation worker {} failed: {}", w.index, msg);

@@ -15,12 +15,6 @@ namespace ds {
 namespace worker_protocol {
 namespace {
 
-void PutU32(std::string* b, uint32_t v) { b->append(reinterpret_cast<const char*>(&v), 4); }
-void PutU64(std::string* b, uint64_t v) { b->append(reinterpret_cast<const char*>(&v), 8); }
-void PutStr(std::string* b, const std::string& s) {
-  PutU32(b, uint32_t(s.size()));
-  b->append(s);
-}
 // Appends a frame: u32 length of (type + payload), u8 type, payload.
 void PutFrame(std::string* out, FrameType type, const std::string& payload) {
   PutU32(out, uint32_t(payload.size() + 1));
@@ -29,17 +23,6 @@ void PutFrame(std::string* out, FrameType type, const std::string& payload) {
 }
 
 }  // namespace
-
-std::string Reader::Str() {
-  uint32_t n = Get<uint32_t>();
-  if (!ok || size_t(end - p) < n) {
-    ok = false;
-    return {};
-  }
-  std::string s(p, n);
-  p += n;
-  return s;
-}
 
 void EncodeTasks(const std::vector<GenTask>& tasks, std::string* out) {
   std::string pl;
@@ -61,7 +44,7 @@ void EncodeResult(const GeneratedRecord& r, std::string* out) {
   std::string pl;
   PutU64(&pl, r.id);
   PutU32(&pl, uint32_t(r.prefix));
-  pl.push_back(char(r.valid ? 1 : 0));
+  pl.push_back(char((r.valid ? 1 : 0) | (r.copy_rejected ? 2 : 0)));
   PutU64(&pl, uint64_t(r.tokens));
   PutStr(&pl, r.explain);
   PutU32(&pl, uint32_t(r.fields.size()));
@@ -88,20 +71,23 @@ bool DecodeStats(Reader& rd, AllocatorStats* m) {
   m->limit_bytes = size_t(rd.Get<uint64_t>());
   m->num_oom_retries = int64_t(rd.Get<uint64_t>());
   m->num_oom_failures = int64_t(rd.Get<uint64_t>());
-  return rd.ok && rd.p == rd.end;
+  return rd.ok() && rd.at_end();
 }
 
 bool DecodeResult(Reader& rd, GeneratedRecord* r) {
   r->id = rd.Get<uint64_t>();
   r->prefix = int32_t(rd.Get<uint32_t>());
-  r->valid = rd.Get<uint8_t>() != 0;
+  const uint8_t flags = rd.Get<uint8_t>();
+  if (flags > 3) return false;
+  r->valid = (flags & 1) != 0;
+  r->copy_rejected = (flags & 2) != 0;
   r->tokens = int64_t(rd.Get<uint64_t>());
   r->explain = rd.Str();
   uint32_t n = rd.Get<uint32_t>();
-  if (!rd.ok || n > (1u << 24)) return false;
+  if (!rd.ok() || n > (1u << 24)) return false;
   r->fields.resize(n);
   for (auto& f : r->fields) f = rd.Str();
-  return rd.ok && rd.p == rd.end;
+  return rd.ok() && rd.at_end();
 }
 
 // ---- worker process ----
@@ -152,15 +138,15 @@ bool DecodeResult(Reader& rd, GeneratedRecord* r) {
         in.append(rbuf, size_t(n));
         bool ok = ParseFrames(&in, [&](uint8_t type, const char* p, const char* end) {
           if (type != kTasks) return false;
-          Reader rd{p, end};
+          Reader rd(p, end);
           uint32_t count = rd.Get<uint32_t>();
-          for (uint32_t k = 0; k < count && rd.ok; ++k) {
+          for (uint32_t k = 0; k < count && rd.ok(); ++k) {
             GenTask t;
             t.id = rd.Get<uint64_t>();
             t.prefix = int32_t(rd.Get<uint32_t>());
-            if (rd.ok) sampler.Submit(t);
+            if (rd.ok()) sampler.Submit(t);
           }
-          return rd.ok;
+          return rd.ok();
         });
         if (!ok) ::_exit(4);
       }

@@ -3,9 +3,9 @@
 //
 // One UNIX stream socket per worker carries length-prefixed frames:
 //   u32 length of (type + payload), u8 type, payload
-// with native-endian integers (both ends are the same binary):
+// with little-endian integers (util/bytes.h):
 //   parent -> worker  TASKS   u32 n, n x (u64 id, i32 prefix)
-//   worker -> parent  RESULT  u64 id, i32 prefix, u8 valid, u64 tokens,
+//   worker -> parent  RESULT  u64 id, i32 prefix, u8 flags (1 valid, 2 copy rejected), u64 tokens,
 //                             str explain, u32 n, n x str field
 //                     ERROR   str message (the worker could not start)
 //                     STATS   7 x u64 AllocatorStats (when they changed)
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "generate/generator.h"
+#include "util/bytes.h"
 
 namespace ds {
 namespace worker_protocol {
@@ -28,25 +29,8 @@ namespace worker_protocol {
 enum FrameType : uint8_t { kTasks = 1, kResult = 2, kError = 3, kStats = 4 };
 constexpr uint32_t kMaxFrame = 256u << 20;
 
-// Bounds-checked reading of a frame's payload; `ok` turns false at the first
-// read past the end.
-struct Reader {
-  const char* p;
-  const char* end;
-  bool ok = true;
-  template <typename T>
-  T Get() {
-    T v{};
-    if (size_t(end - p) < sizeof(T)) {
-      ok = false;
-      return v;
-    }
-    std::memcpy(&v, p, sizeof(T));
-    p += sizeof(T);
-    return v;
-  }
-  std::string Str();
-};
+// Bounds-checked reading of a frame's payload (util/bytes.h).
+using Reader = ByteReader;
 
 // Appends one frame to *out.
 void EncodeTasks(const std::vector<GenTask>& tasks, std::string* out);

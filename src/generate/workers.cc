@@ -184,7 +184,7 @@ Status Drive(const RunOptions& options, const GenerateEvents& events, int64_t ki
     DS_RETURN_IF_ERROR(pool.Exchange(100));
     // Release finished records in order.
     while (sched.Pop(&rec)) {
-      if (!rec.valid && IsCopyRejection(rec.explain)) ++*copies;
+      if (rec.copy_rejected) ++*copies;
       DS_RETURN_IF_ERROR(out.Write(rec, sched.position(), run.tokens()));
     }
     if (kill_after_records >= 0 && out.written() >= kill_after_records) {
