@@ -238,14 +238,32 @@ std::string PublicSchema::DefaultAlphabet() {
   return s;
 }
 
+// The optional "privacy" object of a privately derived schema.
+Status ParsePrivacy(const Json& j, const std::string& source, PublicSchema* s) {
+  if (!j.contains("privacy")) return Status::Ok();
+  const Json& p = j.at("privacy");
+  const std::string at = source + ": privacy";
+  if (!p.is_object()) return DS_ERR(kInvalidInput, "{}: expected an object", at);
+  for (const auto& [key, value] : p.items())
+    if (key != "epsilon" && key != "delta" && key != "mechanism")
+      return DS_ERR(kInvalidInput, "{}: unknown key '{}'", at, key);
+  DS_RETURN_IF_ERROR(Get(p, "epsilon", &s->derived_epsilon, at));
+  DS_RETURN_IF_ERROR(Get(p, "delta", &s->derived_delta, at));
+  if (!(s->derived_epsilon > 0) || !std::isfinite(s->derived_epsilon) ||
+      !(s->derived_delta >= 0 && s->derived_delta < 1))
+    return DS_ERR(kInvalidInput, "{}: needs epsilon > 0 and delta in [0, 1)", at);
+  return Status::Ok();
+}
+
 Result<PublicSchema> ParsePublicSchema(const Json& j, const std::string& source) {
   PublicSchema s;
   s.source = source;
   if (!j.is_object() || !j.contains("columns") || !j.at("columns").is_array())
     return DS_ERR(kInvalidInput, "{}: expected an object with a 'columns' array", source);
   for (const auto& [key, value] : j.items())
-    if (key != "columns" && key != "note")
+    if (key != "columns" && key != "note" && key != "privacy")
       return DS_ERR(kInvalidInput, "{}: unknown key '{}'", source, key);
+  DS_RETURN_IF_ERROR(ParsePrivacy(j, source, &s));
   std::set<std::string> names;
   for (size_t i = 0; i < j.at("columns").size(); ++i) {
     PublicColumn c;
@@ -300,7 +318,12 @@ Json PublicSchemaToJson(const PublicSchema& s) {
     if (c.type == FieldType::kConstant) o["value"] = c.value;
     cols.push_back(std::move(o));
   }
-  return Json{{"columns", cols}};
+  Json out{{"columns", cols}};
+  if (s.derived_epsilon > 0)
+    out["privacy"] = {{"epsilon", s.derived_epsilon},
+                      {"delta", s.derived_delta},
+                      {"mechanism", "Gaussian histograms (schema/private_schema.h)"}};
+  return out;
 }
 
 Status CheckSchemaHeader(const PublicSchema& s, const std::vector<std::string>& header) {

@@ -3,7 +3,9 @@
 // field tokenizer is built from it alone (FieldTokenizer::FromSchema), so the
 // vocabulary says nothing about the training records (docs/privacy.md).
 //
-// File format (JSON), one entry per CSV column, in header order:
+// File format (JSON), one entry per CSV column, in header order (optional
+// top-level keys: "note", a string; "privacy", {"epsilon": e, "delta": d,
+// "mechanism": "..."} when the schema was derived privately):
 //   {"columns": [
 //     {"name": "contract", "type": "categorical", "values": ["Month-to-month", "One year"]},
 //     {"name": "tenure", "type": "integer", "min": 0, "max": 100},
@@ -64,6 +66,9 @@ struct PublicColumn {
 struct PublicSchema {
   std::vector<PublicColumn> columns;
   std::string source;  // file name (for messages), or "derived privately"
+  // What deriving it spent when it was derived from the data under DP
+  // (schema/private_schema.h; the file's "privacy" object); 0 = public.
+  double derived_epsilon = 0, derived_delta = 0;
   // Default bins for a numeric column with more than kExactValues values.
   static constexpr int kDefaultBins = 32;
   static constexpr int kExactValues = 100;

@@ -622,6 +622,14 @@ class TrainRun {
     DS_RETURN_IF_ERROR(CheckSchemaHeader(schema_, input->header));
     ConformReport rep = ConformRecords(schema_, &input->records, &input->lines);
     if (const std::string d = rep.Describe(schema_); !d.empty()) obs_.OnInfo(d);
+    if (schema_.derived_epsilon > 0)  // schema/private_schema.h: basic composition
+      obs_.OnInfo(fmt::format(
+          "schema: derived from the data under DP (epsilon {:.4g}, delta {:.3g}); the data's "
+          "total privacy loss is that plus this run's{}",
+          schema_.derived_epsilon, schema_.derived_delta,
+          cfg_.dp && cfg_.dp_target_epsilon > 0
+              ? fmt::format(": epsilon {:.4g}", schema_.derived_epsilon + cfg_.dp_target_epsilon)
+              : std::string()));
     if (input->records.empty())
       return DS_ERR(kInvalidInput, "{}: no record fits the schema {}", opts_.input_path,
                     cfg_.schema);
