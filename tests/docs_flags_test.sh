@@ -12,7 +12,7 @@ DS=$1
 ROOT=$2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-for c in train info generate evaluate synthesize; do
+for c in train info generate evaluate synthesize schema; do
   timeout 30 "$DS" "$c" --help > "$TMP/$c.help" 2>&1 || { echo "FAIL: datasynth $c --help"; exit 1; }
 done
 timeout 30 "$DS" --help > "$TMP/global.help" 2>&1 || { echo "FAIL: datasynth --help"; exit 1; }
