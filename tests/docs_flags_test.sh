@@ -24,10 +24,10 @@ def flags(path):
     return set(FLAG.findall(open(path).read()))
 glob_flags = flags(os.path.join(tmp, "global.help"))
 cmds = {c: flags(os.path.join(tmp, c + ".help")) | glob_flags
-        for c in ("train", "info", "generate", "evaluate", "synthesize")}
+        for c in ("train", "info", "generate", "evaluate", "synthesize", "schema")}
 union = set().union(*cmds.values())
 # A program mention: datasynth <cmd>, or another program (whose flags are its own).
-PROG = re.compile(r"\bdatasynth\s+(train|info|generate|evaluate|synthesize)\b"
+PROG = re.compile(r"\bdatasynth\s+(train|info|generate|evaluate|synthesize|schema)\b"
                   r"|(?:\S*/)?build/\S+|(?:\./)?scripts/\S+|\.ci/\S+|/proc/self/exe|"
                   r"\b(?:cmake|ctest|python3?|pip3?|git|apt-get|gdb|valgrind|nvidia-smi|"
                   r"nsys|ncu|perf|sdmetrics|torch|debootstrap|taskset|timeout|mpirun)\b")
