@@ -137,6 +137,38 @@ TEST(PrivateSchema, GivenTypesSkipTheShapeRelease) {
   EXPECT_EQ(s->columns[4].max_length, 32);
 }
 
+// Bounds never clip a real mass: 0 and 1..9 are neighbours for integers
+// (no integer lies between), a far false decade cannot stretch them, and
+// over many noise draws they always cover the values.
+TEST(PrivateSchema, NumericBoundsCoverTheValues) {
+  Records r;
+  for (int i = 0; i < 3000; ++i) r.push_back({std::to_string(i % 4), std::to_string(100 + i % 700)});
+  PrivateSchemaOptions o;
+  o.epsilon = 0.5;
+  o.delta = 1e-5;
+  int exact = 0;
+  for (uint64_t seed = 1; seed <= 100; ++seed) {
+    SecureGaussian noise = SecureGaussian::Deterministic(seed);
+    auto s = DerivePrivateSchema({"k", "v"}, r, o, &noise, nullptr);
+    ASSERT_TRUE(s.ok());
+    const auto& k = s->columns[0];
+    const auto& v = s->columns[1];
+    ASSERT_EQ(k.type, FieldType::kInteger) << "seed " << seed;
+    // Covering, and loose by at most one decade (a neighbour's noise above
+    // two stddevs, or an empty cell of an outer decade kept).
+    EXPECT_LE(k.min, 0) << "seed " << seed;
+    EXPECT_GE(k.min, -10) << "seed " << seed;
+    EXPECT_GE(k.max, 3) << "seed " << seed;
+    EXPECT_LE(k.max, 10) << "seed " << seed;
+    EXPECT_LE(v.min, 100) << "seed " << seed;
+    EXPECT_GE(v.min, 10) << "seed " << seed;
+    EXPECT_GE(v.max, 799) << "seed " << seed;
+    EXPECT_LE(v.max, 10000) << "seed " << seed;
+    exact += k.min == 0 && k.max <= 5 && v.min == 100 && v.max == 1000;
+  }
+  EXPECT_GE(exact, 80);  // most draws give the tight bounds
+}
+
 TEST(PrivateSchema, BadOptionsAreErrors) {
   SecureGaussian noise = SecureGaussian::Deterministic(1);
   PrivateSchemaOptions o;

@@ -104,8 +104,8 @@ struct Noise {
     for (size_t i = 0; i < z.size(); ++i) (*counts)[i] += z[i];
   }
   // A cell of a `cells`-cell grid is visible above this (a false cell in the
-  // grid with probability <= 1%).
-  double Visible(size_t cells) const { return s * GaussianUpperQuantile(0.01 / double(cells)); }
+  // grid with probability <= 0.1%).
+  double Visible(size_t cells) const { return s * GaussianUpperQuantile(0.001 / double(cells)); }
 };
 
 // Indexes of the cells above the grid's visibility line (relative to
@@ -123,22 +123,60 @@ std::vector<int> VisibleCells(const std::vector<double>& noisy, size_t first, si
   return out;
 }
 
-// The cells [*lo, *hi] of a grid's first `count` cells that bounds keep: the
-// visible ones and between them, widened through neighbours above one
-// stddev (clipping values that are there costs more than a looser bound).
-void Hull(const std::vector<double>& noisy, size_t count, const Noise& nz, int* lo, int* hi) {
-  const std::vector<int> vis = VisibleCells(noisy, 0, count, nz);
-  *lo = vis.front();
-  *hi = vis.back();
-  while (*lo > 0 && noisy[size_t(*lo - 1)] > nz.s) --*lo;
-  while (size_t(*hi + 1) < count && noisy[size_t(*hi + 1)] > nz.s) ++*hi;
-}
 
 double Sum(const std::vector<double>& v, int a, int b) {
   double s = 0;
   for (int i = a; i < b; ++i) s += v[size_t(i)];
   return s;
 }
+
+// Numbers: the cells of MagnitudeEdges() grouped by decade ([1, 2), [2, 5),
+// [5, 10) x 10^e, mirrored for negatives; the cells next to 0 and the two
+// outer cells alone), so that a decade shows where its three cells would not.
+int DecadeOf(size_t i) {
+  const auto& e = MagnitudeEdges();
+  if (i == 0 || i == e.size()) return i == 0 ? -10000 : 10000;
+  const double lo = e[i - 1], hi = e[i];
+  if (lo == 0 || hi == 0) return lo == 0 ? 1 : -1;
+  return lo > 0 ? 100 + int(std::floor(std::log10(lo) + 1e-9))
+                : -(100 + int(std::floor(std::log10(-hi) + 1e-9)));
+}
+
+// Consecutive cells with the same key form a group ([first, last]).
+template <typename Key>
+std::vector<std::pair<int, int>> GroupCells(size_t n, Key key) {
+  std::vector<std::pair<int, int>> g;
+  for (size_t i = 0; i < n; ++i) {
+    if (g.empty() || key(i) != key(size_t(g.back().first)))
+      g.push_back({int(i), int(i)});
+    else
+      g.back().second = int(i);
+  }
+  return g;
+}
+
+// The cells [*lo, *hi] that bounds keep, over groups of cells (decades):
+// from the group with the largest sum (the mode: real), widened through
+// neighbouring groups whose sum exceeds two stddevs of its noise (contiguous,
+// so a false group far out cannot stretch the bounds), then trimmed inside
+// the outer groups of cells below one stddev (likely empty). Clipping values
+// that are there costs more than a looser bound.
+void GroupedHull(const std::vector<double>& fine, const std::vector<std::pair<int, int>>& g,
+                 const Noise& nz, int* lo, int* hi) {
+  std::vector<double> z(g.size());  // each group's sum in units of its noise
+  for (size_t k = 0; k < g.size(); ++k)
+    z[k] = Sum(fine, g[k].first, g[k].second + 1) /
+           (nz.s * std::sqrt(double(g[k].second - g[k].first + 1)));
+  int a = int(std::max_element(z.begin(), z.end()) - z.begin()), b = a;
+  while (a > 0 && z[size_t(a - 1)] > 2) --a;
+  while (b + 1 < int(g.size()) && z[size_t(b + 1)] > 2) ++b;
+  *lo = g[size_t(a)].first;
+  *hi = g[size_t(b)].second;
+  while (*lo < g[size_t(a)].second && fine[size_t(*lo)] < nz.s) ++*lo;
+  while (*hi > g[size_t(b)].first && fine[size_t(*hi)] < nz.s) --*hi;
+  if (*lo > *hi) *lo = *hi;
+}
+
 
 // ---- release 1: the type ----
 
@@ -243,7 +281,14 @@ void FillNumeric(const ColumnInput& in, const Noise& nz, PublicColumn* col) {
   }
   nz.Add(&cells);
   int lo = 0, hi = 0;
-  Hull(cells, grid, nz, &lo, &hi);
+  // Decades of magnitude below 10^-D hold no number at D decimals (0 apart):
+  // left out, so that 0 and 1..9 are neighbours.
+  std::vector<std::pair<int, int>> groups;
+  for (const auto& g : GroupCells(grid, DecadeOf)) {
+    const int d = DecadeOf(size_t(g.first));
+    if (d == 1 || d == -1 || std::abs(d) >= 100 - col->decimals) groups.push_back(g);
+  }
+  GroupedHull(cells, groups, nz, &lo, &hi);
   const double scale = std::pow(10.0, col->decimals), cap = 1e15 / scale;
   const double mn = lo == 0 ? edges.front() : edges[size_t(lo - 1)];
   const double mx = size_t(hi) == edges.size() ? edges.back() : edges[size_t(hi)];
@@ -266,7 +311,9 @@ void FillDatetime(const ColumnInput& in, const Noise& nz, PublicColumn* col) {
   }
   nz.Add(&cells);
   int lo = 0, hi = 0;
-  Hull(cells, years.size(), nz, &lo, &hi);
+  GroupedHull(cells,
+              GroupCells(years.size(), [&](size_t i) { return years[i].lo / 10; }), nz, &lo,
+              &hi);
   col->min_year = years[size_t(lo)].lo;
   col->max_year = years[size_t(hi)].hi - 1;
   col->missing = VisibleMissing(cells, years.size(), nz);

@@ -13,20 +13,23 @@
 //      noisy counts (below).
 //   2. values, per column by the type chosen (adaptive composition):
 //      numeric: a histogram over a public grid of magnitudes (0 and
-//        +-{1, 2, 5} x 10^e, e = -6..17) -> min / max = the outer edges of the
-//        outermost visible cells; plus one cell per missing spelling;
+//        +-{1, 2, 5} x 10^e, e = -6..15) -> min / max: from the decade with
+//        the largest count, widened through neighbouring decades whose noisy
+//        sum exceeds two stddevs, trimmed inside the outer decades of cells
+//        below one stddev (GroupedHull); plus one cell per missing spelling;
 //      datetime: a histogram of years (one cell per year in 1900..2099, per
 //        decade in 1000..1899 and 2100..2999, [0, 1000), [3000, 10000)) ->
-//        min_year / max_year; plus one cell per missing spelling;
+//        min_year / max_year the same way over decades; plus one cell per
+//        missing spelling;
 //      categorical or text: the noisy count of each distinct value; a value
 //        is released only when its noisy count exceeds tau (partition
 //        selection: a value held by one record passes with probability at
 //        most delta_threshold / k, at most k such values per record). The
 //        column is categorical when the released values hold >= 90% of the
 //        noisy row count, else text (max_length from release 1).
-// "Visible" cells: noisy count > s z with z chosen so that a column's grid
-// shows a false cell with probability <= 1%; when none is visible, the
-// largest cell. Everything after the noise is post-processing.
+// "Visible" classes: noisy count > s z with z chosen so that a column's
+// classes show a false one with probability <= 0.1%; when none is visible,
+// the largest. Everything after the noise is post-processing.
 // Guarantee: the two releases compose by RDP into (epsilon, delta / 2); the
 // thresholding adds delta / 2: (epsilon, delta)-DP at the record level.
 // Composition with the training run that uses the schema: basic (epsilons and
