@@ -317,8 +317,43 @@ class TrainRun {
     auto t0 = Clock::now();
     dist::Timed setup_time(dist::Phase::kSetup);  // mpirun's profile (src/dist/profile.h)
     Json resume_state;
-    if (opts_.resume) DS_RETURN_IF_ERROR(LoadResumeState(&resume_state));
-    SetBudget(resume_state);
+    DS_RETURN_IF_ERROR(StartRun(&resume_state));
+    char delim = 0;
+    DS_ASSIGN_OR_RETURN(InputData input, ReadTrainingInput(&delim));
+    DS_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, MakeTokenizer(input, delim));
+    obs_.OnInfo(fmt::format("tokenizer: {} with {} tokens{} ({:.1f}s)", tok->type(),
+                            tok->vocab_size(), tok->column_markers() ? ", column markers" : "",
+                            Since(t0)));
+    if (Cancelled()) return Interrupted();
+
+    DS_RETURN_IF_ERROR(BuildNetwork(input, *tok));
+    setup_time.Stop();
+    ChooseMetric();
+    lr_ = LrSchedule(cfg_.lr_schedule == "plateau", cfg_.learning_rate, cfg_.lr_plateau_factor,
+                     cfg_.lr_plateau_patience, cfg_.lr_min_ratio);
+    summary_.untrained_val_loss = UntrainedLoss();
+    if (Cancelled()) return Interrupted();
+
+    int first_epoch = 1;
+    if (opts_.resume) {
+      DS_RETURN_IF_ERROR(RestoreCheckpoint(resume_state));
+      first_epoch = int(summary_.history.size()) + 1;
+      if (done_) {
+        obs_.OnInfo(fmt::format("{}: training already finished ({}); nothing to resume", dir(),
+                                stop_reason_));
+        return Finish(input, delim, *tok, t0);
+      }
+      obs_.OnInfo(fmt::format("resuming after epoch {} (step {})", first_epoch - 1, global_step_));
+    }
+
+    return TrainEpochs(first_epoch, input, delim, *tok, t0);
+  }
+
+  // Budget, seed (rank 0's under mpirun), threads, the input's fingerprint
+  // (checked against the interrupted run's on --resume).
+  Status StartRun(Json* resume_state) {
+    if (opts_.resume) DS_RETURN_IF_ERROR(LoadResumeState(resume_state));
+    SetBudget(*resume_state);
     if (cfg_.seed == 0) cfg_.seed = int64_t(std::random_device{}() | 1u);
     DS_RETURN_IF_ERROR(dist::BroadcastValue(&cfg_.seed));  // mpirun: rank 0's seed
     seed_ = uint64_t(cfg_.seed);
@@ -326,29 +361,32 @@ class TrainRun {
     omp_set_num_threads(threads_);
     DS_ASSIGN_OR_RETURN(fingerprint_, Fingerprint(opts_.input_path));
     if (Cancelled()) return Interrupted();
-    if (opts_.resume && resume_state.at("input_fingerprint").get<std::string>() != fingerprint_)
+    if (opts_.resume && resume_state->at("input_fingerprint").get<std::string>() != fingerprint_)
       return DS_ERR(kInvalidInput, "{}: differs from the input of the interrupted run in {}",
                     opts_.input_path, dir());
+    return Status::Ok();
+  }
 
-    // Input, rules, tokenizer.
-    char delim = 0;
+  // The records (a schema conforms them), the DP and field defaults, the
+  // column rules (column_rules.json).
+  Result<InputData> ReadTrainingInput(char* delim) {
     if (!cfg_.field_delimiter.empty()) {
-      DS_ASSIGN_OR_RETURN(delim, ParseDelimiter(cfg_.field_delimiter));
+      DS_ASSIGN_OR_RETURN(*delim, ParseDelimiter(cfg_.field_delimiter));
     }
-    DS_ASSIGN_OR_RETURN(InputData input, ReadInput(opts_.input_path, delim, cfg_.max_lines));
+    DS_ASSIGN_OR_RETURN(InputData input, ReadInput(opts_.input_path, *delim, cfg_.max_lines));
     if (Cancelled()) return Interrupted();
     obs_.OnInfo(fmt::format("read {} records{} from {}", input.records.size(),
-                            delim ? fmt::format(" of {} fields", input.header.size()) : "",
+                            *delim ? fmt::format(" of {} fields", input.header.size()) : "",
                             opts_.input_path));
     DS_RETURN_IF_ERROR(ApplyDpPolicy());
-    DS_RETURN_IF_ERROR(ApplySchema(delim, &input));
+    DS_RETURN_IF_ERROR(ApplySchema(*delim, &input));
     if (cfg_.dp && !opts_.resume) ApplyDpDefaults(int64_t(input.records.size()));
     // Delimited data defaults to typed value tokens (docs/typed_fields.md);
     // text lines keep SentencePiece, --dp keeps char (ApplyDpPolicy).
-    if (delim && !cfg_.dp && !opts_.resume && !cfg_.IsExplicit("tokenizer"))
+    if (*delim && !cfg_.dp && !opts_.resume && !cfg_.IsExplicit("tokenizer"))
       cfg_.tokenizer = "field";
     if (cfg_.tokenizer == "field" && !opts_.resume) ApplyFieldDefaults();
-    if (delim && !opts_.resume) {
+    if (*delim && !opts_.resume) {
       RuleOptions ropts;
       if (cfg_.dp && !cfg_.dp_store_value_rules) ropts.store_values = false;
       // A schema-built field tokenizer under dp: no rule is read off the data.
@@ -358,6 +396,12 @@ class TrainRun {
       DS_RETURN_IF_ERROR(
           WriteFileAtomic(dir() + "/column_rules.json", rules.ToJson().dump(1) + "\n"));
     }
+    return input;
+  }
+
+  // Loaded on --resume; else trained (or built from the schema) and saved,
+  // with the copy guard.
+  Result<std::unique_ptr<Tokenizer>> MakeTokenizer(const InputData& input, char delim) {
     std::unique_ptr<Tokenizer> tok;
     if (opts_.resume) {
       DS_ASSIGN_OR_RETURN(tok, LoadTokenizer(dir()));
@@ -387,26 +431,27 @@ class TrainRun {
                                                             seed_, dir()));
       if (!guard.empty()) obs_.OnInfo(guard);
     }
-    obs_.OnInfo(fmt::format("tokenizer: {} with {} tokens{} ({:.1f}s)", tok->type(),
-                            tok->vocab_size(), tok->column_markers() ? ", column markers" : "",
-                            Since(t0)));
-    if (Cancelled()) return Interrupted();
+    return tok;
+  }
 
-    if (tok->decodes_records())
-      AdaptRecordShape(RecordTokens(input, *tok), MaxRecordTokens(*tok),
+  // The record shape, the sequences, the network, its backend and weights,
+  // the data-parallel group.
+  Status BuildNetwork(const InputData& input, const Tokenizer& tok) {
+    if (tok.decodes_records())
+      AdaptRecordShape(RecordTokens(input, tok), MaxRecordTokens(tok),
                        !cfg_.IsExplicit("seq_length"), !cfg_.IsExplicit("batch_size") && !cfg_.dp,
                        &cfg_.seq_length, &cfg_.batch_size);
     // Sequences (DP: one example per record).
     int max_batch = cfg_.batch_size, max_steps = cfg_.seq_length;
     if (cfg_.dp) {
-      DS_RETURN_IF_ERROR(PrepareDp(input, *tok));
+      DS_RETURN_IF_ERROR(PrepareDp(input, tok));
       max_steps = recs_.max_steps();
     } else {
-      DS_ASSIGN_OR_RETURN(data_, SequenceData::Build(input, *tok, cfg_.seq_length,
+      DS_ASSIGN_OR_RETURN(data_, SequenceData::Build(input, tok, cfg_.seq_length,
                                                      cfg_.batch_size, cfg_.validation_split, seed_));
     }
 
-    spec_.vocab_size = tok->vocab_size();
+    spec_.vocab_size = tok.vocab_size();
     spec_.embedding_dim = cfg_.embedding_dim;
     spec_.rnn_units = cfg_.rnn_units;
     spec_.num_layers = cfg_.num_layers;
@@ -427,26 +472,7 @@ class TrainRun {
         cfg_.dp ? "" : fmt::format(" and {} validation batches", data_.val_batches()), threads_,
         PrecisionName(backend_->precision())));
 
-    setup_time.Stop();
-    ChooseMetric();
-    lr_ = LrSchedule(cfg_.lr_schedule == "plateau", cfg_.learning_rate, cfg_.lr_plateau_factor,
-                     cfg_.lr_plateau_patience, cfg_.lr_min_ratio);
-    summary_.untrained_val_loss = UntrainedLoss();
-    if (Cancelled()) return Interrupted();
-
-    int first_epoch = 1;
-    if (opts_.resume) {
-      DS_RETURN_IF_ERROR(RestoreCheckpoint(resume_state));
-      first_epoch = int(summary_.history.size()) + 1;
-      if (done_) {
-        obs_.OnInfo(fmt::format("{}: training already finished ({}); nothing to resume", dir(),
-                                stop_reason_));
-        return Finish(input, delim, *tok, t0);
-      }
-      obs_.OnInfo(fmt::format("resuming after epoch {} (step {})", first_epoch - 1, global_step_));
-    }
-
-    return TrainEpochs(first_epoch, input, delim, *tok, t0);
+    return Status::Ok();
   }
 
   // The metric of the best epoch and early stopping: best_model_metric (the
