@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -193,36 +194,20 @@ Result<std::vector<std::string>> ParseColumnList(std::string_view text) {
   return out;
 }
 
-Result<std::vector<TabularBatch>> PlanBatches(const std::vector<PlanColumn>& columns,
-                                              const std::vector<double>& A,
-                                              const TabularConfig& cfg) {
-  DS_RETURN_IF_ERROR(cfg.Validate());
+namespace {
+
+// A column's index by name; the error names `what` and the table's columns.
+using ColumnLookup = std::function<Result<int>(const std::string& name, const char* what)>;
+
+// Batches of column ids: the header groups (seed columns lead the first),
+// then the other columns grouped by association (Group); without header
+// groups, all columns with the seeds first.
+Result<std::vector<std::vector<int>>> ColumnBatches(const std::vector<PlanColumn>& columns,
+                                                    const std::vector<int>& seeds,
+                                                    const std::vector<double>& A,
+                                                    const TabularConfig& cfg,
+                                                    const ColumnLookup& lookup) {
   const size_t k = columns.size();
-  if (k == 0) return DS_ERR(kInvalidInput, "the table has no columns");
-  if (A.size() != k * k) return DS_ERR(kInternal, "association matrix of the wrong size");
-  std::map<std::string, int> index;
-  for (size_t i = 0; i < k; ++i) index[columns[i].name] = int(i);
-  auto lookup = [&](const std::string& name, const char* what) -> Result<int> {
-    auto it = index.find(name);
-    if (it == index.end())
-      return DS_ERR(kInvalidArgument, "{}: no column '{}' in the table (columns: {})", what, name,
-                    [&] {
-                      std::vector<std::string> h;
-                      for (const auto& c : columns) h.push_back(c.name);
-                      std::string s = Join(h);
-                      return s.size() > 200 ? s.substr(0, 197) + "..." : s;
-                    }());
-    return it->second;
-  };
-
-  std::vector<int> seeds;
-  for (const auto& s : cfg.seed_columns) {
-    DS_ASSIGN_OR_RETURN(int c, lookup(s, "seed columns"));
-    if (std::find(seeds.begin(), seeds.end(), c) != seeds.end())
-      return DS_ERR(kInvalidArgument, "seed columns: '{}' is listed twice", s);
-    seeds.push_back(c);
-  }
-
   std::vector<std::vector<int>> batches;
   std::vector<int> group_of(k, -1);
   for (size_t g = 0; g < cfg.header_groups.size(); ++g) {
@@ -265,6 +250,105 @@ Result<std::vector<TabularBatch>> PlanBatches(const std::vector<PlanColumn>& col
     batches = Group(all, seeds, A, k, cfg.batch_columns, automatic);
   }
 
+  return batches;
+}
+
+// Conditioning columns of batch b (b >= 1): greedily the earlier columns that
+// add the most association with the batch's columns and that the earlier
+// batches can write; the batch's columns are then ordered by relation to them.
+void ChooseConditions(const std::vector<PlanColumn>& columns, const std::vector<double>& A,
+                      const TabularConfig& cfg, const std::vector<std::vector<int>>& batches,
+                      const std::vector<int>& batch_of, size_t b,
+                      std::vector<std::bitset<128>>* charset_p, TabularBatch* out_b) {
+  const size_t k = columns.size();
+  auto& charset = *charset_p;
+  std::vector<int> cand;
+  for (size_t c = 0; c < k; ++c) {
+    int cb = batch_of[c];
+    if (cb < 0 || size_t(cb) >= b) continue;
+    const PlanColumn& pc = columns[c];
+    if (pc.type == ColumnType::kCategory) {
+      cand.push_back(int(c));
+    } else if (pc.type == ColumnType::kInteger || pc.type == ColumnType::kDecimal) {
+      std::bitset<128> can_make = charset[size_t(cb)] & NumericChars();
+      std::bitset<128> known = charset[b] | pc.ascii;
+      if ((can_make & ~known).none()) cand.push_back(int(c));
+    }
+  }
+  std::vector<double> cover(batches[b].size(), 0.0);
+  std::vector<int> chosen;
+  while (int(chosen.size()) < cfg.condition_columns) {
+    int best = -1;
+    double best_gain = 0;
+    for (int c : cand) {
+      if (std::find(chosen.begin(), chosen.end(), c) != chosen.end()) continue;
+      double gain = 0;
+      for (size_t j = 0; j < batches[b].size(); ++j)
+        gain += std::max(0.0, A[size_t(c) * k + size_t(batches[b][j])] - cover[j]);
+      if (gain > best_gain) best_gain = gain, best = c;
+    }
+    if (best < 0 || best_gain < cfg.min_condition_gain) break;
+    chosen.push_back(best);
+    for (size_t j = 0; j < batches[b].size(); ++j)
+      cover[j] = std::max(cover[j], A[size_t(best) * k + size_t(batches[b][j])]);
+  }
+  // Short dependencies are learned first: the most useful conditioning
+  // column goes last (next to the batch's columns), and the batch's columns
+  // follow in decreasing relation to the conditioning columns.
+  std::reverse(chosen.begin(), chosen.end());
+  for (int c : chosen) {
+    out_b->condition.push_back(columns[size_t(c)].name);
+    charset[b] |= columns[size_t(c)].ascii;
+  }
+  if (!chosen.empty()) {
+    std::vector<std::pair<double, int>> order;
+    for (int j : batches[b]) {
+      double r = 0;
+      for (int c : chosen) r = std::max(r, A[size_t(c) * k + size_t(j)]);
+      order.emplace_back(r, j);
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto& x, const auto& y) { return x.first > y.first; });
+    out_b->columns.clear();
+    for (const auto& [r, j] : order) out_b->columns.push_back(columns[size_t(j)].name);
+  }
+}
+
+}  // namespace
+
+Result<std::vector<TabularBatch>> PlanBatches(const std::vector<PlanColumn>& columns,
+                                              const std::vector<double>& A,
+                                              const TabularConfig& cfg) {
+  DS_RETURN_IF_ERROR(cfg.Validate());
+  const size_t k = columns.size();
+  if (k == 0) return DS_ERR(kInvalidInput, "the table has no columns");
+  if (A.size() != k * k) return DS_ERR(kInternal, "association matrix of the wrong size");
+  std::map<std::string, int> index;
+  for (size_t i = 0; i < k; ++i) index[columns[i].name] = int(i);
+  auto lookup = [&](const std::string& name, const char* what) -> Result<int> {
+    auto it = index.find(name);
+    if (it == index.end())
+      return DS_ERR(kInvalidArgument, "{}: no column '{}' in the table (columns: {})", what, name,
+                    [&] {
+                      std::vector<std::string> h;
+                      for (const auto& c : columns) h.push_back(c.name);
+                      std::string s = Join(h);
+                      return s.size() > 200 ? s.substr(0, 197) + "..." : s;
+                    }());
+    return it->second;
+  };
+
+  std::vector<int> seeds;
+  for (const auto& s : cfg.seed_columns) {
+    DS_ASSIGN_OR_RETURN(int c, lookup(s, "seed columns"));
+    if (std::find(seeds.begin(), seeds.end(), c) != seeds.end())
+      return DS_ERR(kInvalidArgument, "seed columns: '{}' is listed twice", s);
+    seeds.push_back(c);
+  }
+
+  DS_ASSIGN_OR_RETURN(std::vector<std::vector<int>> batches,
+                      ColumnBatches(columns, seeds, A, cfg, lookup));
+
   // Conditioning columns.
   std::vector<TabularBatch> out(batches.size());
   std::vector<std::bitset<128>> charset(batches.size());  // [batches] incl. conditioning
@@ -277,58 +361,8 @@ Result<std::vector<TabularBatch>> PlanBatches(const std::vector<PlanColumn>& col
       batch_of[size_t(c)] = int(b);
     }
   }
-  for (size_t b = 1; b < batches.size() && cfg.condition_columns > 0; ++b) {
-    std::vector<int> cand;
-    for (size_t c = 0; c < k; ++c) {
-      int cb = batch_of[c];
-      if (cb < 0 || size_t(cb) >= b) continue;
-      const PlanColumn& pc = columns[c];
-      if (pc.type == ColumnType::kCategory) {
-        cand.push_back(int(c));
-      } else if (pc.type == ColumnType::kInteger || pc.type == ColumnType::kDecimal) {
-        std::bitset<128> can_make = charset[size_t(cb)] & NumericChars();
-        std::bitset<128> known = charset[b] | pc.ascii;
-        if ((can_make & ~known).none()) cand.push_back(int(c));
-      }
-    }
-    std::vector<double> cover(batches[b].size(), 0.0);
-    std::vector<int> chosen;
-    while (int(chosen.size()) < cfg.condition_columns) {
-      int best = -1;
-      double best_gain = 0;
-      for (int c : cand) {
-        if (std::find(chosen.begin(), chosen.end(), c) != chosen.end()) continue;
-        double gain = 0;
-        for (size_t j = 0; j < batches[b].size(); ++j)
-          gain += std::max(0.0, A[size_t(c) * k + size_t(batches[b][j])] - cover[j]);
-        if (gain > best_gain) best_gain = gain, best = c;
-      }
-      if (best < 0 || best_gain < cfg.min_condition_gain) break;
-      chosen.push_back(best);
-      for (size_t j = 0; j < batches[b].size(); ++j)
-        cover[j] = std::max(cover[j], A[size_t(best) * k + size_t(batches[b][j])]);
-    }
-    // Short dependencies are learned first: the most useful conditioning
-    // column goes last (next to the batch's columns), and the batch's columns
-    // follow in decreasing relation to the conditioning columns.
-    std::reverse(chosen.begin(), chosen.end());
-    for (int c : chosen) {
-      out[b].condition.push_back(columns[size_t(c)].name);
-      charset[b] |= columns[size_t(c)].ascii;
-    }
-    if (!chosen.empty()) {
-      std::vector<std::pair<double, int>> order;
-      for (int j : batches[b]) {
-        double r = 0;
-        for (int c : chosen) r = std::max(r, A[size_t(c) * k + size_t(j)]);
-        order.emplace_back(r, j);
-      }
-      std::stable_sort(order.begin(), order.end(),
-                       [](const auto& x, const auto& y) { return x.first > y.first; });
-      out[b].columns.clear();
-      for (const auto& [r, j] : order) out[b].columns.push_back(columns[size_t(j)].name);
-    }
-  }
+  for (size_t b = 1; b < batches.size() && cfg.condition_columns > 0; ++b)
+    ChooseConditions(columns, A, cfg, batches, batch_of, b, &charset, &out[b]);
   return out;
 }
 
