@@ -189,6 +189,12 @@ std::vector<Config::Key> MakeKeys() {
       .extra = CheckSchemaPath;
   DS_KEY(calibrate, T::kBool, G::kTraining,
          "after training, match the generated per-column marginals to the measured ones");
+  DS_KEY(calibrate_pairs, T::kBool, G::kTraining,
+         "calibrate: measure each column jointly with one earlier column and correct the "
+         "pair (pair_tables.bin)");
+  Ints(DS_KEY(calibrate_groups, T::kInt, G::kTraining,
+              "calibrate_pairs: groups of values per column in a 2-way table"),
+       2, 4096);
   DS_KEY(copy_guard, T::kBool, G::kPrivacy,
          "store hashes of rare training rows; generation rejects exact copies of them (not "
          "under dp)");
