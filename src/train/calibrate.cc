@@ -1,6 +1,7 @@
 #include "train/calibrate.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -255,8 +256,8 @@ void Normalize(std::vector<ColumnMarginal>* cells) {
 std::string CalibrateReport::Describe() const {
   return fmt::format(
       "calibrate: mean total variation distance of the {} marginals ({} of them 2-way) to the "
-      "targets {:.4f} -> {:.4f}",
-      cells, pairs, tvd_before, tvd_after);
+      "targets {:.4f} -> {:.4f}{}{}",
+      cells, pairs, tvd_before, tvd_after, links.empty() ? "" : "; pairs: ", fmt::join(links, ", "));
 }
 
 Status Calibrate(const FieldTokenizer& tok, const std::vector<std::string>& header, char delimiter,
@@ -273,6 +274,9 @@ Status Calibrate(const FieldTokenizer& tok, const std::vector<std::string>& head
     if (targets[k].parent < 0) continue;
     table_of[k] = int(tables->tables.size());
     tables->tables.push_back(targets[k].Shape());
+    if (size_t(targets[k].column) < header.size() && size_t(targets[k].parent) < header.size())
+      report->links.push_back(header[size_t(targets[k].column)] + "<-" +
+                              header[size_t(targets[k].parent)]);
     ++per_child[size_t(targets[k].column)];
   }
   if (!tables->tables.empty() && !pairs)

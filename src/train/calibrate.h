@@ -116,6 +116,7 @@ struct CalibrateOptions {
 struct CalibrateReport {
   double tvd_before = 0, tvd_after = 0;  // mean total variation distance to the targets
   int cells = 0, pairs = 0;               // marginals, and the 2-way ones among them
+  std::vector<std::string> links;         // "child<-parent" per 2-way marginal
   std::string Describe() const;
 };
 

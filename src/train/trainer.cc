@@ -53,6 +53,8 @@ constexpr int kFieldLayers = 1, kFieldUnits = 128, kFieldEmbedding = 64;
 // "Training shape": RMSprop 0.01 at a constant rate left the marginals
 // several sigma off on telco_churn).
 constexpr double kFieldLearningRate = 0.003;
+// Under dp: parents per column of the pair calibration (docs/privacy.md).
+constexpr int kDpCalibrateParents = 3;
 
 bool IsLossMetric(const std::string& m) { return m == "loss" || m == "val_loss"; }
 
@@ -659,7 +661,9 @@ class TrainRun {
     // Measured marginals (with a schema's field tokenizer; train/calibrate.h):
     // 2-way tables fix the relations DP-SGD learns worst (docs/privacy.md).
     choose("calibrate", &cfg_.calibrate, true);
-    choose("calibrate_pairs", &cfg_.calibrate_pairs, true);
+    choose("calibrate_pairs", &cfg_.calibrate_pairs, kDpCalibrateParents);
+    if (cfg_.dp_target_epsilon > 0)
+      choose("dp_marginal_share", &cfg_.dp_marginal_share, DefaultMarginalShare(cfg_.dp_target_epsilon));
     if (!set.empty())
       obs_.OnInfo(fmt::format("dp: DP-SGD defaults for settings not given: {}", fmt::join(set, ", ")));
   }
@@ -1103,13 +1107,11 @@ class TrainRun {
     CalibrateOptions o;
     o.seed = seed_;
     o.temperature = cfg_.gen_temp;
-    if (const char* v = std::getenv("DS_CAL_SAMPLES")) o.samples = std::atoi(v);  // EXPERIMENT
-    if (const char* v = std::getenv("DS_CAL_ITERS")) o.iterations = std::atoi(v);  // EXPERIMENT
     const double sigma_m = dp_.plan.marginal_noise_multiplier;
     if (cfg_.dp && !(sigma_m > 0))
       return DS_ERR(kInternal, "calibrate under dp without a marginal release in the plan");
     std::vector<ColumnMarginal> targets = MarginalCells(*ft);
-    if (cfg_.calibrate_pairs) {  // parents by the (noisy) mutual information of all pairs
+    if (cfg_.calibrate_pairs > 0) {  // parents by the (noisy) mutual information of all pairs
       std::vector<ColumnMarginal> all = AllPairs(targets, cfg_.calibrate_groups);
       CountMarginals(*ft, input.records, &all);
       double stddev = 0;
@@ -1117,13 +1119,12 @@ class TrainRun {
         AddMarginalNoise(&all, SelectionNoise(sigma_m), dp_.noise.get());
         stddev = SelectionNoise(sigma_m) * std::sqrt(double(all.size()));
       }
-      const char* env_k = std::getenv("DS_CAL_PARENTS");  // EXPERIMENT
-      targets = WithParents(targets, ChooseParents(targets, all, stddev, env_k ? std::atoi(env_k) : 1),
+      targets = WithParents(targets, ChooseParents(targets, all, stddev, cfg_.calibrate_pairs),
                             cfg_.calibrate_groups);
     }
     int64_t skipped = 0;
     CountMarginals(*ft, input.records, &targets, &skipped);
-    if (cfg_.dp) AddMarginalNoise(&targets, TargetNoise(sigma_m, cfg_.calibrate_pairs), dp_.noise.get());
+    if (cfg_.dp) AddMarginalNoise(&targets, TargetNoise(sigma_m, cfg_.calibrate_pairs > 0), dp_.noise.get());
     Normalize(&targets);
     CalibrateReport rep;
     PairTables pairs;
