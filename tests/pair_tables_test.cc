@@ -14,6 +14,7 @@
 #include "generate/field_filter.h"
 #include "generate/pair_correction.h"
 #include "model/network.h"
+#include "privacy/dp_config.h"
 #include "privacy/rdp_accountant.h"
 #include "schema/public_schema.h"
 #include "tokenize/field_tokenizer.h"
@@ -231,6 +232,28 @@ TEST(PairAccounting, TwoMeasurementsMatchDpAccounting) {
   }
   EXPECT_EQ(n, 5);
   EXPECT_EQ(TargetNoise(2.0, false), 2.0);
+}
+
+// The dp default split at epsilon 1 (most of it to the marginals) still
+// composes to the target, and DP-SGD alone spends the smaller part.
+TEST(PairAccounting, DefaultSplitMeetsTheTarget) {
+  EXPECT_EQ(DefaultMarginalShare(1.0), 0.8);
+  EXPECT_EQ(DefaultMarginalShare(4.0), 0.65);
+  EXPECT_EQ(DefaultMarginalShare(10.0), 0.5);
+  DpSettings s;
+  s.dp = true;
+  s.dp_target_epsilon = 1.0;
+  s.marginal_share = DefaultMarginalShare(1.0);
+  auto p = PlanDp(s, 5634, 512, 15);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_NEAR(p->marginal_epsilon_alone, 0.8, 1e-3);
+  EXPECT_LT(p->sgd_epsilon_alone, 0.8);
+  RdpAccountant a;
+  a.AddSteps(p->sampling_rate, p->noise_multiplier, p->steps);
+  a.AddGaussian(SelectionNoise(p->marginal_noise_multiplier));
+  a.AddGaussian(TargetNoise(p->marginal_noise_multiplier, true));
+  EXPECT_LE(a.GetEpsilon(p->delta).epsilon, 1.0 + 1e-9);
+  EXPECT_GT(a.GetEpsilon(p->delta).epsilon, 0.999);
 }
 
 }  // namespace
