@@ -1174,6 +1174,12 @@ class TrainRun {
             "epsilon {:.4g} alone; DP-SGD alone {:.4g})",
             dp_.plan.marginal_noise_multiplier, dp_.plan.marginal_epsilon_alone,
             dp_.plan.sgd_epsilon_alone);
+      if (dp_.plan.marginal_noise_multiplier > 0 && cfg_.calibrate_pairs > 0)
+        meta.dp_unit += fmt::format(
+            ", spent as two measurements: all pair histograms at noise multiplier {:.4g} "
+            "(choosing the pairs), the target histograms at {:.4g}",
+            SelectionNoise(dp_.plan.marginal_noise_multiplier),
+            TargetNoise(dp_.plan.marginal_noise_multiplier, true));
     }
     return meta;
   }
