@@ -36,4 +36,9 @@ cp "$TMP/m/pair_tables.bin" "$TMP/m1/"
 out=$("$DS" generate --model-dir "$TMP/m1" --num-lines 5 --output "$TMP/b.csv" 2>&1); rc=$?
 [ $rc -ne 0 ] && grep -q "not named by model_params.json" <<<"$out" && pass "a foreign pair_tables.bin is refused" ||
   fail "foreign tables: rc $rc: $out"
+# Retrained with --overwrite without pairs: the old tables go with the old model.
+"$DS" train --input "$TMP/t.csv" --model-dir "$TMP/m" --overwrite "${SMALL[@]}" --calibrate 2>"$TMP/log4" &&
+  [ ! -e "$TMP/m/pair_tables.bin" ] &&
+  "$DS" generate --model-dir "$TMP/m" --num-lines 5 --output "$TMP/o.csv" 2>/dev/null &&
+  pass "--overwrite removes an earlier model's pair tables" || fail "overwrite: $(ls "$TMP/m")"
 finish

@@ -122,7 +122,7 @@ struct DpRun {
 bool IsRunFile(const std::string& name) {
   static const char* fixed[] = {"model_params.json", "tokenizer.json", "tokenizer.model",
                                 "column_rules.json", "model_history.csv", "checkpoint.json",
-                                "weights.bin", kCopyGuardFile};
+                                "weights.bin", kCopyGuardFile, kPairTablesFile};
   for (const char* f : fixed)
     if (name == f) return true;
   auto versioned = [&](const char* prefix) {
