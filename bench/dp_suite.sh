@@ -8,7 +8,9 @@
 # bench/schemas/<table>.json and /work/shared/datasets/<table>.csv, or set
 # DATA), EPS ("1 4 10"), PEERS ("mst privbayes"; "" = none), ROWS (2000),
 # CORE (1), DS (build/datasynth), DPMM_PY (/work/venvs/dpmm/bin/python: PyPI dpmm),
-# DS_FLAGS (extra datasynth train flags, e.g. "--calibrate").
+# DS_FLAGS (extra datasynth train flags, e.g. "--calibrate-pairs 0" for the 1-way
+# calibration only, "--dp-marginal-share 0.5"; the --dp defaults include the 2-way
+# calibration, docs/privacy.md).
 # Writes WORK/<table>/<method>_e<eps>/{synth.csv,eval.json,train.log,time.txt}
 # and WORK/summary.md (the table).
 set -euo pipefail

@@ -68,10 +68,13 @@ python3 -c "import json; j=json.load(open('$TMP/s.json')); j['columns'].pop(); j
 out=$("$DS" train --input "$TMP/t.csv" --model-dir "$TMP/b" --dp --schema "$TMP/short.json" "${SMALL[@]}" 2>&1); rc=$?
 [ $rc -eq 2 ] && [[ $out == *"column 8 is '(none)' but the data's header has 'year'"* ]] &&
   pass "schema against the header" || fail "header check (rc $rc): $out"
-# Calibration: the marginal release is part of the accounted epsilon.
-"$DS" train --input "$TMP/t.csv" --model-dir "$TMP/c" --dp --dp-target-epsilon 4 --calibrate --schema "$TMP/s.json" "${SMALL[@]}" 2>"$TMP/log3" &&
-  grep -q "marginals Gaussian sigma=.*(alone eps=0.4); delta=.* -> composed eps=4 " "$TMP/log3" &&
-  grep -q "calibrate: mean total variation distance" "$TMP/log3" &&
+# Calibration (on by default under dp, with pairs; the default share at
+# epsilon 4 is 0.65): the marginal release is part of the accounted epsilon.
+"$DS" train --input "$TMP/t.csv" --model-dir "$TMP/c" --dp --dp-target-epsilon 4 --schema "$TMP/s.json" "${SMALL[@]}" 2>"$TMP/log3" &&
+  grep -q "calibrate_pairs 3, dp_marginal_share 0.65" "$TMP/log3" &&
+  grep -q "marginals Gaussian sigma=.*(alone eps=2.6); delta=.* -> composed eps=4 " "$TMP/log3" &&
+  grep -Eq "calibrate: mean total variation distance of the [0-9]+ marginals \([1-9][0-9]* of them 2-way\)" "$TMP/log3" &&
+  [ -s "$TMP/c/pair_tables.bin" ] &&
   pass "calibrate under dp: epsilon split reported" || fail "calibrate: $(grep -E 'DP|calib|error' "$TMP/log3")"
 python3 - "$TMP/c" <<'PY' && pass "composed epsilon within the target, split in model_params" || fail "epsilon of the calibrated model"
 import csv, json, sys

@@ -189,6 +189,13 @@ std::vector<Config::Key> MakeKeys() {
       .extra = CheckSchemaPath;
   DS_KEY(calibrate, T::kBool, G::kTraining,
          "after training, match the generated per-column marginals to the measured ones");
+  Ints(DS_KEY(calibrate_pairs, T::kInt, G::kTraining,
+              "calibrate: measure each column jointly with up to this many earlier columns and "
+              "correct those pairs (pair_tables.bin; 0 = 1-way marginals only)"),
+       0, 64);
+  Ints(DS_KEY(calibrate_groups, T::kInt, G::kTraining,
+              "calibrate_pairs: groups of values per column in a 2-way table"),
+       2, 4096);
   DS_KEY(copy_guard, T::kBool, G::kPrivacy,
          "store hashes of rare training rows; generation rejects exact copies of them (not "
          "under dp)");

@@ -94,6 +94,8 @@ struct Config {
   int field_rare_count = 2;  // category values seen fewer times share <other>
   std::string schema;        // public schema file (schema/public_schema.h); "" = none
   bool calibrate = false;    // match generated 1-way marginals to measured ones (train/calibrate.h)
+  int calibrate_pairs = 0;       // calibrate: 2-way marginals with up to this many parents per column
+  int calibrate_groups = 10;     // calibrate_pairs: id groups per column of a 2-way table
 
   // Keys given explicitly (file or flag), in the order they were set.
   std::vector<std::string> explicit_keys;

@@ -10,12 +10,18 @@
 
 #include <memory>
 
+#include "generate/pair_correction.h"
 #include "generate/sampler.h"
 #include "tokenize/field_tokenizer.h"
 
 namespace ds {
 
-// `tok` must outlive the filter.
-std::unique_ptr<TokenFilter> NewFieldFilter(const FieldTokenizer& tok, int slots);
+// `tok` must outlive the filter. `pairs` (may be null): the calibration's
+// pair correction tables (generate/pair_correction.h), added to the logits
+// of each child column's first token given the record's parent value; the
+// tables must pass PairTables::Check for `tok` and not change while the
+// filter is in use.
+std::unique_ptr<TokenFilter> NewFieldFilter(const FieldTokenizer& tok, int slots,
+                                            std::shared_ptr<const PairTables> pairs = nullptr);
 
 }  // namespace ds

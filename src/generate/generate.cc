@@ -40,10 +40,10 @@ Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks
     if (const auto* ft = dynamic_cast<const FieldTokenizer*>(g.tokenizer)) {
       // Value tokens: the tokenizer's own masks (types, ranges, real dates)
       // are the constraint; column_rules.json is not used to validate.
+      // The calibration's pair tables (pair_correction.h) apply with the masks.
       if (constrain != ConstraintLevel::kNone)
-        g.make_filter = [ft](int slots) -> Result<std::unique_ptr<TokenFilter>> {
-          return NewFieldFilter(*ft, slots);
-        };
+        g.make_filter = [ft, pairs = model.pair_tables](int slots)
+            -> Result<std::unique_ptr<TokenFilter>> { return NewFieldFilter(*ft, slots, pairs); };
     } else if (ResolveConstraintLevel(constrain, *g.rules) != ConstraintLevel::kNone) {
       DS_ASSIGN_OR_RETURN(auto tables, RecordConstraints::Build(*g.tokenizer, *g.rules, constrain));
       g.make_filter = [tables](int slots) -> Result<std::unique_ptr<TokenFilter>> {

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "io/csv.h"
+#include "tokenize/field_tokenizer.h"
 #include "util/fs.h"
 #include "util/json_fields.h"
 
@@ -249,6 +250,10 @@ Status WriteModelParams(const std::string& dir, const Config& config, const Mode
     DS_ASSIGN_OR_RETURN(std::string g, ReadFile(dir + "/" + kCopyGuardFile));
     j["datasynth"]["copy_guard_crc32"] = Crc32(g.data(), g.size());
   }
+  if (PathExists(dir + "/" + kPairTablesFile)) {
+    DS_ASSIGN_OR_RETURN(std::string g, ReadFile(dir + "/" + kPairTablesFile, 256 << 20));
+    j["datasynth"]["pair_tables_crc32"] = Crc32(g.data(), g.size());
+  }
   return WriteFileAtomic(dir + "/model_params.json", j.dump(2) + "\n");
 }
 
@@ -279,6 +284,27 @@ Status LoadCopyGuard(const std::string& dir, const Json& crc, Model* model) {
   return Status::Ok();
 }
 
+// pair_tables.bin: bound like the copy guard, and its ranges to the tokenizer.
+Status LoadPairTables(const std::string& dir, const Json& crc, Model* model) {
+  const std::string path = dir + "/" + kPairTablesFile;
+  const bool exists = PathExists(path);
+  if (crc.is_null()) {
+    if (exists)
+      return DS_ERR(kCorrupt, "{}: not named by model_params.json (copied from another model?)",
+                    path);
+    return Status::Ok();
+  }
+  if (!exists)
+    return DS_ERR(kCorrupt, "{}: missing (model_params.json names pair tables)", path);
+  DS_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path, 256 << 20));
+  if (!crc.is_number_unsigned() || crc.get<uint64_t>() != Crc32(bytes.data(), bytes.size()))
+    return DS_ERR(kCorrupt, "{}: does not belong to this model_params.json (checksum)", path);
+  const auto* ft = dynamic_cast<const FieldTokenizer*>(model->tokenizer.get());
+  if (!ft) return DS_ERR(kCorrupt, "{}: pair tables need the field tokenizer", path);
+  DS_ASSIGN_OR_RETURN(model->pair_tables, PairTables::Parse(bytes, path));
+  return model->pair_tables->Check(*ft, path);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Model>> LoadModel(const std::string& dir) {
@@ -297,6 +323,7 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir) {
   // Optional (models written before it existed have none); see WriteModelParams.
   const Json tokenizer_crc = j["datasynth"].value("tokenizer_crc32", Json());
   const Json guard_crc = j["datasynth"].value("copy_guard_crc32", Json());
+  const Json pairs_crc = j["datasynth"].value("pair_tables_crc32", Json());
   j.erase("datasynth");
   if (Status st = model->config.MergeJson(j, params_path); !st.ok())
     return DS_ERR(kCorrupt, "{}", st.message());
@@ -332,6 +359,7 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir) {
                   model->meta.weights_file);
 
   DS_RETURN_IF_ERROR(LoadCopyGuard(dir, guard_crc, model.get()));
+  DS_RETURN_IF_ERROR(LoadPairTables(dir, pairs_crc, model.get()));
   std::string rules_path = dir + "/column_rules.json";
   if (PathExists(rules_path)) {
     DS_ASSIGN_OR_RETURN(std::string rules, ReadFile(rules_path, 256 << 20));

@@ -16,6 +16,8 @@
 //   copy_guard.bin     salted hashes of the rare training rows generation must
 //                      not copy (generate/copy_guard.h; absent in older models,
 //                      under --dp and with copy_guard = false)
+//   pair_tables.bin    calibrate_pairs: the 2-way correction tables
+//                      (generate/pair_correction.h; bound by its CRC-32)
 //   model_history.csv  epoch,loss,accuracy,val_loss,val_accuracy,[epsilon,delta,]best,steps
 //   checkpoint-eNNNN.bin  last complete epoch for --resume (params, optimizer
 //                      state), named by checkpoint.json (trainer state)
@@ -35,6 +37,7 @@
 
 #include "config/config.h"
 #include "generate/copy_guard.h"
+#include "generate/pair_correction.h"
 #include "model/network.h"
 #include "model/tensor_file.h"
 #include "tokenize/tokenizer.h"
@@ -113,6 +116,7 @@ struct Model {
   const float* params = nullptr;  // [ParamLayout::For(meta.spec).total], inside `weights`
   nlohmann::json column_rules;    // content of column_rules.json (null when absent)
   std::shared_ptr<const CopyGuard> copy_guard;  // copy_guard.bin (null when absent)
+  std::shared_ptr<const PairTables> pair_tables;  // pair_tables.bin (calibrate_pairs; null when absent)
 };
 
 // Loads and verifies every file (untrusted input): versions, checksums, shapes

@@ -79,6 +79,12 @@ Result<DpPlan> PlanDp(const DpSettings& s, int64_t num_records, int64_t batch_si
   return p;
 }
 
+double DefaultMarginalShare(double target_epsilon) {
+  if (target_epsilon <= 2) return 0.8;
+  if (target_epsilon <= 5) return 0.65;
+  return 0.5;
+}
+
 std::vector<double> DpPlan::ExtraRdp() const {
   if (!(marginal_noise_multiplier > 0)) return {};
   return GaussianRdp(marginal_noise_multiplier, DefaultOrders());

@@ -75,6 +75,11 @@ struct DpPlan {
 // (num_records < batch_size), or an unreachable dp_target_epsilon.
 Result<DpPlan> PlanDp(const DpSettings& s, int64_t num_records, int64_t batch_size, int64_t epochs);
 
+// The share of a target epsilon the calibration marginals get by default
+// under dp (measured on telco_churn, docs/privacy.md): most of a small
+// budget, half of a large one.
+double DefaultMarginalShare(double target_epsilon);
+
 // One line for logs: "DP-SGD: q=0.0043 sigma=1.10 clip=1.0 steps=14063 delta=1e-05 -> eps=2.92
 // (order 17)".
 std::string DescribeDpPlan(const DpPlan& plan);

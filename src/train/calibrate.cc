@@ -1,6 +1,7 @@
 #include "train/calibrate.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -29,11 +30,66 @@ double MeanTvd(const std::vector<ColumnMarginal>& a, const std::vector<ColumnMar
   return a.empty() ? 0 : sum / double(a.size());
 }
 
-// The generated marginals of the model under `params`.
-Result<std::vector<ColumnMarginal>> Measure(const FieldTokenizer& tok,
-                                            const std::vector<std::string>& header, char delimiter,
-                                            const NetworkSpec& spec, const float* params,
-                                            const CalibrateOptions& o, uint64_t seed) {
+// The first token id of every column of `rec` (-1: none); false when the
+// record does not encode.
+bool FirstTokens(const FieldTokenizer& tok, const std::vector<std::string>& rec,
+                 std::vector<int32_t>* ids, std::vector<int32_t>* first) {
+  ids->clear();
+  first->assign(tok.columns().size(), -1);
+  if (!tok.EncodeRecord(rec, ids).ok()) return false;
+  FieldTokenizer::Cursor c;
+  tok.Begin(&c, nullptr);
+  for (int32_t id : *ids) {
+    if (c.broken) break;
+    if (c.part == 0 && c.col < int(first->size())) (*first)[size_t(c.col)] = id;
+    tok.Advance(&c, id, nullptr);
+  }
+  return true;
+}
+
+// The cell of `m` a record with first tokens `first` falls in (-1: none).
+int64_t CellOf(const ColumnMarginal& m, const std::vector<int32_t>& first) {
+  const int32_t id = first[size_t(m.column)];
+  if (id < m.lo || id >= m.hi) return -1;
+  const int64_t col = int64_t(id - m.lo) * m.cols / (m.hi - m.lo);
+  if (m.parent < 0) return col;
+  const int32_t pid = first[size_t(m.parent)];
+  if (pid < m.plo || pid >= m.phi) return -1;
+  return int64_t(pid - m.plo) * m.rows / (m.phi - m.plo) * m.cols + col;
+}
+
+// One fitting step of a 2-way cell: the conditional log-ratio per group.
+void PairStep(const ColumnMarginal& t, const ColumnMarginal& g, double pseudo, double e,
+              double damping, PairTable* table) {
+  auto cond = [&](const ColumnMarginal& m, std::vector<double>* out) {
+    std::vector<double> row(size_t(m.rows), 0.0), col(size_t(m.cols), 0.0);
+    for (int r = 0; r < m.rows; ++r)
+      for (int c = 0; c < m.cols; ++c) {
+        row[size_t(r)] += m.p[size_t(r * m.cols + c)];
+        col[size_t(c)] += m.p[size_t(r * m.cols + c)];
+      }
+    out->resize(m.p.size());
+    for (int r = 0; r < m.rows; ++r)
+      for (int c = 0; c < m.cols; ++c)
+        (*out)[size_t(r * m.cols + c)] =
+            (m.p[size_t(r * m.cols + c)] + pseudo * col[size_t(c)]) / (row[size_t(r)] + pseudo);
+  };
+  std::vector<double> ct, cg;
+  cond(t, &ct);
+  cond(g, &cg);
+  for (size_t i = 0; i < ct.size(); ++i) {
+    const double step = std::log(ct[i] + e) - std::log(cg[i] + e);
+    const double d = damping * std::clamp(step, -CalibrateOptions::kMaxStep, CalibrateOptions::kMaxStep);
+    table->w[i] = std::clamp(table->w[i] + float(d), -PairTables::kMaxWeight, PairTables::kMaxWeight);
+  }
+}
+
+}  // namespace
+
+Result<std::vector<std::vector<std::string>>> GenerateForCalibration(
+    const FieldTokenizer& tok, const std::vector<std::string>& header, char delimiter,
+    const NetworkSpec& spec, const float* params, const CalibrateOptions& o, uint64_t seed,
+    std::shared_ptr<const PairTables> pairs) {
   GenerationModel g;
   g.tokenizer = &tok;
   g.header = header;
@@ -42,8 +98,8 @@ Result<std::vector<ColumnMarginal>> Measure(const FieldTokenizer& tok,
   g.make_backend = [&spec, params](int slots) {
     return MakeInferBackend(DeviceKind::kCpu, spec, params, slots);
   };
-  g.make_filter = [&tok](int slots) -> Result<std::unique_ptr<TokenFilter>> {
-    return NewFieldFilter(tok, slots);
+  g.make_filter = [&tok, pairs](int slots) -> Result<std::unique_ptr<TokenFilter>> {
+    return NewFieldFilter(tok, slots, pairs);
   };
   GenerateOptions go;
   go.num_lines = o.samples;
@@ -58,51 +114,123 @@ Result<std::vector<ColumnMarginal>> Measure(const FieldTokenizer& tok,
     if (!more) break;
     if (r.valid) recs.push_back(r.fields);
   }
-  std::vector<ColumnMarginal> cells = MarginalCells(tok);
-  CountMarginals(tok, recs, &cells);
-  Normalize(&cells);
-  return cells;
+  return recs;
 }
 
-}  // namespace
+PairTable ColumnMarginal::Shape() const {
+  PairTable t;
+  t.child = column;
+  t.parent = parent;
+  t.lo = lo;
+  t.hi = hi;
+  t.plo = plo;
+  t.phi = phi;
+  t.rows = rows;
+  t.cols = cols;
+  t.w.assign(size_t(rows) * size_t(cols), 0.0f);
+  return t;
+}
+
 
 std::vector<ColumnMarginal> MarginalCells(const FieldTokenizer& tok) {
   std::vector<ColumnMarginal> out;
   for (size_t k = 0; k < tok.columns().size(); ++k) {
     const auto& col = tok.columns()[k];
     if (!Calibrated(col.type.type) || col.size == 0) continue;
-    FieldTokenizer::Cursor c;
-    c.col = int(k);
     ColumnMarginal m;
     m.column = int(k);
-    tok.AllowedRange(c, &m.lo, &m.hi);
+    FirstTokenRange(tok, int(k), &m.lo, &m.hi);
     if (m.hi - m.lo < 2) continue;  // one cell: nothing to calibrate
+    m.cols = m.hi - m.lo;
     m.p.assign(size_t(m.hi - m.lo), 0.0);
     out.push_back(std::move(m));
   }
   return out;
 }
 
+std::vector<ColumnMarginal> WithParents(const std::vector<ColumnMarginal>& one_way,
+                                        const std::vector<std::vector<int>>& parents, int groups) {
+  std::vector<ColumnMarginal> out;
+  for (size_t i = 0; i < one_way.size(); ++i) {
+    const std::vector<int> none;
+    const std::vector<int>& ps = i < parents.size() ? parents[i] : none;
+    bool any = false;
+    for (int a : ps) {
+      if (a < 0 || size_t(a) >= i) continue;
+      ColumnMarginal m = one_way[i];
+      m.parent = one_way[size_t(a)].column;
+      m.plo = one_way[size_t(a)].lo;
+      m.phi = one_way[size_t(a)].hi;
+      m.rows = std::min(groups, m.phi - m.plo);
+      m.cols = std::min(groups, m.hi - m.lo);
+      m.p.assign(size_t(m.rows) * size_t(m.cols), 0.0);
+      out.push_back(std::move(m));
+      any = true;
+    }
+    if (!any) out.push_back(one_way[i]);
+  }
+  return out;
+}
+
+std::vector<ColumnMarginal> AllPairs(const std::vector<ColumnMarginal>& one_way, int groups) {
+  std::vector<ColumnMarginal> out;
+  for (size_t b = 1; b < one_way.size(); ++b)
+    for (size_t a = 0; a < b; ++a)
+      out.push_back(WithParents({one_way[a], one_way[b]}, {{}, {0}}, groups)[1]);
+  return out;
+}
+
+std::vector<std::vector<int>> ChooseParents(const std::vector<ColumnMarginal>& one_way,
+                                            const std::vector<ColumnMarginal>& all_pairs,
+                                            double noise_stddev, int per_column, double min_mi) {
+  std::vector<std::vector<int>> parent(one_way.size());
+  size_t at = 0;
+  for (size_t b = 1; b < one_way.size(); ++b) {
+    std::vector<std::pair<double, int>> scored;  // (-mi, a): best first
+    for (size_t a = 0; a < b; ++a, ++at) {
+      if (at >= all_pairs.size()) return parent;
+      const ColumnMarginal& m = all_pairs[at];
+      const int R = m.rows, C = m.cols;
+      std::vector<double> row(size_t(R), 0.0), col(size_t(C), 0.0);
+      double n = 0;
+      for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) {
+          const double v = std::max(0.0, m.p[size_t(r * C + c)]);
+          row[size_t(r)] += v;
+          col[size_t(c)] += v;
+          n += v;
+        }
+      if (!(n > 0)) continue;
+      double mi = 0;
+      for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) {
+          const double v = std::max(0.0, m.p[size_t(r * C + c)]);
+          if (v > 0) mi += v / n * std::log(v * n / (row[size_t(r)] * col[size_t(c)]));
+        }
+      // Miller-Madow bias, the noise counted as extra variance per cell.
+      const double cells = double(R) * double(C);
+      mi -= double(R - 1) * double(C - 1) / (2.0 * n) *
+            (1.0 + noise_stddev * noise_stddev * cells / n);
+      if (mi > min_mi) scored.push_back({-mi, int(a)});
+    }
+    std::sort(scored.begin(), scored.end());
+    for (size_t k = 0; k < scored.size() && int(k) < per_column; ++k)
+      parent[b].push_back(scored[k].second);
+  }
+  return parent;
+}
+
 void CountMarginals(const FieldTokenizer& tok, const std::vector<std::vector<std::string>>& records,
                     std::vector<ColumnMarginal>* cells, int64_t* skipped) {
-  std::vector<int> of(tok.columns().size(), -1);  // column -> cell index
-  for (size_t i = 0; i < cells->size(); ++i) of[size_t((*cells)[i].column)] = int(i);
-  std::vector<int32_t> ids;
+  std::vector<int32_t> ids, first;
   for (const auto& rec : records) {
-    ids.clear();
-    if (!tok.EncodeRecord(rec, &ids).ok()) {
+    if (!FirstTokens(tok, rec, &ids, &first)) {
       if (skipped) ++*skipped;
       continue;
     }
-    FieldTokenizer::Cursor c;
-    tok.Begin(&c, nullptr);
-    for (int32_t id : ids) {
-      if (c.broken) break;
-      if (c.part == 0 && c.col < int(of.size()) && of[size_t(c.col)] >= 0) {
-        ColumnMarginal& m = (*cells)[size_t(of[size_t(c.col)])];
-        if (id >= m.lo && id < m.hi) m.p[size_t(id - m.lo)] += 1;
-      }
-      tok.Advance(&c, id, nullptr);
+    for (ColumnMarginal& m : *cells) {
+      const int64_t cell = CellOf(m, first);
+      if (cell >= 0) m.p[size_t(cell)] += 1;
     }
   }
 }
@@ -127,34 +255,62 @@ void Normalize(std::vector<ColumnMarginal>* cells) {
 
 std::string CalibrateReport::Describe() const {
   return fmt::format(
-      "calibrate: mean total variation distance of the 1-way marginals to the targets {:.4f} -> "
-      "{:.4f}",
-      tvd_before, tvd_after);
+      "calibrate: mean total variation distance of the {} marginals ({} of them 2-way) to the "
+      "targets {:.4f} -> {:.4f}{}{}",
+      cells, pairs, tvd_before, tvd_after, links.empty() ? "" : "; pairs: ", fmt::join(links, ", "));
 }
 
 Status Calibrate(const FieldTokenizer& tok, const std::vector<std::string>& header, char delimiter,
                  const NetworkSpec& spec, float* params, const std::vector<ColumnMarginal>& targets,
-                 const CalibrateOptions& o, CalibrateReport* report) {
+                 const CalibrateOptions& o, CalibrateReport* report, PairTables* pairs) {
   const ParamLayout layout = ParamLayout::For(spec);
   float* bias = params + layout.offset("dense.b");
   const double e = 0.5 / double(std::max<int64_t>(1, o.samples));
+  // The tables, one per 2-way cell (table_of[k]: its index, -1 for 1-way).
+  auto tables = std::make_shared<PairTables>();
+  std::vector<int> table_of(targets.size(), -1);
+  std::vector<int> per_child(tok.columns().size(), 0);  // tables sharing a child: damped steps
+  for (size_t k = 0; k < targets.size(); ++k) {
+    if (targets[k].parent < 0) continue;
+    table_of[k] = int(tables->tables.size());
+    tables->tables.push_back(targets[k].Shape());
+    if (size_t(targets[k].column) < header.size() && size_t(targets[k].parent) < header.size())
+      report->links.push_back(header[size_t(targets[k].column)] + "<-" +
+                              header[size_t(targets[k].parent)]);
+    ++per_child[size_t(targets[k].column)];
+  }
+  if (!tables->tables.empty() && !pairs)
+    return DS_ERR(kInternal, "calibrate: 2-way targets without a place for the tables");
+  DS_RETURN_IF_ERROR(tables->Check(tok, "calibrate"));
+  report->cells = int(targets.size());
+  report->pairs = int(tables->tables.size());
+  std::shared_ptr<const PairTables> applied;
+  if (!tables->tables.empty()) applied = tables;
   for (int it = 0; it <= o.iterations; ++it) {
-    DS_ASSIGN_OR_RETURN(auto got, Measure(tok, header, delimiter, spec, params, o,
-                                          o.seed + uint64_t(it) * 7919u));
-    if (got.size() != targets.size())
-      return DS_ERR(kInternal, "calibrate: {} target columns, {} cells", targets.size(), got.size());
+    DS_ASSIGN_OR_RETURN(auto recs, GenerateForCalibration(tok, header, delimiter, spec, params, o,
+                                                          o.seed + uint64_t(it) * 7919u, applied));
+    std::vector<ColumnMarginal> got = targets;
+    for (ColumnMarginal& m : got) std::fill(m.p.begin(), m.p.end(), 0.0);
+    CountMarginals(tok, recs, &got);
+    Normalize(&got);
     const double tvd = MeanTvd(got, targets);
     if (it == 0) report->tvd_before = tvd;
     report->tvd_after = tvd;
     if (it == o.iterations) break;
     for (size_t k = 0; k < got.size(); ++k) {
       const ColumnMarginal& t = targets[k];
+      if (table_of[k] >= 0) {
+        PairStep(t, got[k], o.pseudo, e, 1.0 / per_child[size_t(t.column)],
+                 &tables->tables[size_t(table_of[k])]);
+        continue;
+      }
       for (size_t i = 0; i < t.p.size(); ++i) {
         const double step = std::log(t.p[i] + e) - std::log(got[k].p[i] + e);
         bias[size_t(t.lo) + i] += float(std::clamp(step, -o.kMaxStep, o.kMaxStep));
       }
     }
   }
+  if (pairs) *pairs = *tables;
   return Status::Ok();
 }
 

@@ -53,6 +53,8 @@ constexpr int kFieldLayers = 1, kFieldUnits = 128, kFieldEmbedding = 64;
 // "Training shape": RMSprop 0.01 at a constant rate left the marginals
 // several sigma off on telco_churn).
 constexpr double kFieldLearningRate = 0.003;
+// Under dp: parents per column of the pair calibration (docs/privacy.md).
+constexpr int kDpCalibrateParents = 3;
 
 bool IsLossMetric(const std::string& m) { return m == "loss" || m == "val_loss"; }
 
@@ -120,7 +122,7 @@ struct DpRun {
 bool IsRunFile(const std::string& name) {
   static const char* fixed[] = {"model_params.json", "tokenizer.json", "tokenizer.model",
                                 "column_rules.json", "model_history.csv", "checkpoint.json",
-                                "weights.bin", kCopyGuardFile};
+                                "weights.bin", kCopyGuardFile, kPairTablesFile};
   for (const char* f : fixed)
     if (name == f) return true;
   auto versioned = [&](const char* prefix) {
@@ -690,6 +692,12 @@ class TrainRun {
     // about the scale. telco_churn at epsilon 10: clip 3 -> SQS 77.6, 1 -> 81.7,
     // 0.3 -> 86.3, 0.1 at epsilon 1 below 0.3 (docs/privacy.md).
     choose("dp_l2_norm_clip", &cfg_.dp_l2_norm_clip, 0.3);
+    // Measured marginals (with a schema's field tokenizer; train/calibrate.h):
+    // 2-way tables fix the relations DP-SGD learns worst (docs/privacy.md).
+    choose("calibrate", &cfg_.calibrate, true);
+    choose("calibrate_pairs", &cfg_.calibrate_pairs, kDpCalibrateParents);
+    if (cfg_.dp_target_epsilon > 0)
+      choose("dp_marginal_share", &cfg_.dp_marginal_share, DefaultMarginalShare(cfg_.dp_target_epsilon));
     if (!set.empty())
       obs_.OnInfo(fmt::format("dp: DP-SGD defaults for settings not given: {}", fmt::join(set, ", ")));
   }
@@ -710,11 +718,13 @@ class TrainRun {
     choose("num_layers", &cfg_.num_layers, kFieldLayers);
     choose("rnn_units", &cfg_.rnn_units, kFieldUnits);
     choose("embedding_dim", &cfg_.embedding_dim, kFieldEmbedding);
-    if (!cfg_.IsExplicit("optimizer")) {
+    // Under dp, DP-SGD's optimizer defaults stand (ApplyDpDefaults), and no
+    // plateau schedule: it would steer training by the private loss.
+    if (!cfg_.IsExplicit("optimizer") && !cfg_.dp) {
       choose("optimizer", &cfg_.optimizer, std::string("adam"));
       choose("learning_rate", &cfg_.learning_rate, kFieldLearningRate);
     }
-    choose("lr_schedule", &cfg_.lr_schedule, std::string("plateau"));
+    if (!cfg_.dp) choose("lr_schedule", &cfg_.lr_schedule, std::string("plateau"));
     if (!set.empty())
       obs_.OnInfo(fmt::format("field tokenizer: network defaults for settings not given: {}",
                               fmt::join(set, ", ")));
@@ -1125,24 +1135,37 @@ class TrainRun {
       obs_.OnInfo("calibrate: only for the field tokenizer; skipped");
       return Status::Ok();
     }
-    std::vector<ColumnMarginal> targets = MarginalCells(*ft);
-    int64_t skipped = 0;
-    CountMarginals(*ft, input.records, &targets, &skipped);
-    if (cfg_.dp) {
-      if (!(dp_.plan.marginal_noise_multiplier > 0))
-        return DS_ERR(kInternal, "calibrate under dp without a marginal release in the plan");
-      AddMarginalNoise(&targets, dp_.plan.marginal_noise_multiplier, dp_.noise.get());
-    }
-    Normalize(&targets);
     DS_ASSIGN_OR_RETURN(auto f, MappedTensorFile::Open(dir() + "/" + weights_file_));
     DS_ASSIGN_OR_RETURN(const float* p, f->Section("params", layout_.total));
     std::vector<float> params(p, p + layout_.total);
     CalibrateOptions o;
     o.seed = seed_;
     o.temperature = cfg_.gen_temp;
+    const double sigma_m = dp_.plan.marginal_noise_multiplier;
+    if (cfg_.dp && !(sigma_m > 0))
+      return DS_ERR(kInternal, "calibrate under dp without a marginal release in the plan");
+    std::vector<ColumnMarginal> targets = MarginalCells(*ft);
+    if (cfg_.calibrate_pairs > 0) {  // parents by the (noisy) mutual information of all pairs
+      std::vector<ColumnMarginal> all = AllPairs(targets, cfg_.calibrate_groups);
+      CountMarginals(*ft, input.records, &all);
+      double stddev = 0;
+      if (cfg_.dp) {
+        AddMarginalNoise(&all, SelectionNoise(sigma_m), dp_.noise.get());
+        stddev = SelectionNoise(sigma_m) * std::sqrt(double(all.size()));
+      }
+      targets = WithParents(targets, ChooseParents(targets, all, stddev, cfg_.calibrate_pairs),
+                            cfg_.calibrate_groups);
+    }
+    int64_t skipped = 0;
+    CountMarginals(*ft, input.records, &targets, &skipped);
+    if (cfg_.dp) AddMarginalNoise(&targets, TargetNoise(sigma_m, cfg_.calibrate_pairs > 0), dp_.noise.get());
+    Normalize(&targets);
     CalibrateReport rep;
-    DS_RETURN_IF_ERROR(Calibrate(*ft, input.header, delim, spec_, params.data(), targets, o, &rep));
+    PairTables pairs;
+    DS_RETURN_IF_ERROR(
+        Calibrate(*ft, input.header, delim, spec_, params.data(), targets, o, &rep, &pairs));
     obs_.OnInfo(rep.Describe());
+    if (!pairs.tables.empty()) DS_RETURN_IF_ERROR(pairs.Save(dir()));
     weights_file_ = weights_file_.substr(0, weights_file_.size() - 4) + "-cal.bin";
     weights_crc_ = Crc32(params.data(), params.size() * sizeof(float));
     DS_RETURN_IF_ERROR(WriteTensorFile(dir() + "/" + weights_file_, {{"params", params.data(), layout_.total}}));
@@ -1185,6 +1208,12 @@ class TrainRun {
             "epsilon {:.4g} alone; DP-SGD alone {:.4g})",
             dp_.plan.marginal_noise_multiplier, dp_.plan.marginal_epsilon_alone,
             dp_.plan.sgd_epsilon_alone);
+      if (dp_.plan.marginal_noise_multiplier > 0 && cfg_.calibrate_pairs > 0)
+        meta.dp_unit += fmt::format(
+            ", spent as two measurements: all pair histograms at noise multiplier {:.4g} "
+            "(choosing the pairs), the target histograms at {:.4g}",
+            SelectionNoise(dp_.plan.marginal_noise_multiplier),
+            TargetNoise(dp_.plan.marginal_noise_multiplier, true));
     }
     return meta;
   }

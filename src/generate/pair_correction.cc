@@ -1,0 +1,137 @@
+#include "generate/pair_correction.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "model/tensor_file.h"
+#include "util/fs.h"
+
+namespace ds {
+
+namespace {
+
+constexpr char kMagic[8] = {'D', 'S', 'P', 'A', 'I', 'R', 'T', '1'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kFields = 8;  // u32 per table header
+
+void PutU32(std::string* s, uint32_t v) {
+  for (int i = 0; i < 4; ++i) s->push_back(char((v >> (8 * i)) & 0xff));
+}
+uint32_t GetU32(std::string_view s, size_t at) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= uint32_t(uint8_t(s[at + size_t(i)])) << (8 * i);
+  return v;
+}
+
+// The header fields of one table (t.w not read).
+Status CheckShape(const PairTable& t, const std::string& src, size_t k) {
+  const int64_t cells = int64_t(t.hi) - t.lo, pcells = int64_t(t.phi) - t.plo;
+  if (t.parent < 0 || t.parent >= t.child)
+    return DS_ERR(kCorrupt, "{}: table {}: parent column {} is not before child column {}", src,
+                  k + 1, t.parent, t.child);
+  if (t.lo < 0 || cells < 1 || t.plo < 0 || pcells < 1)
+    return DS_ERR(kCorrupt, "{}: table {}: empty id range", src, k + 1);
+  if (t.rows < 1 || t.cols < 1 || t.rows > PairTables::kMaxGroups ||
+      t.cols > PairTables::kMaxGroups || t.rows > pcells || t.cols > cells)
+    return DS_ERR(kCorrupt, "{}: table {}: {} x {} groups do not fit ids {}..{} x {}..{}", src,
+                  k + 1, t.rows, t.cols, t.plo, t.phi, t.lo, t.hi);
+  return Status::Ok();
+}
+
+}  // namespace
+
+void FirstTokenRange(const FieldTokenizer& tok, int col, int* lo, int* hi) {
+  FieldTokenizer::Cursor c;
+  c.col = col;
+  tok.AllowedRange(c, lo, hi);
+}
+
+std::string PairTables::Serialize() const {
+  std::string s(kMagic, sizeof(kMagic));
+  PutU32(&s, kVersion);
+  PutU32(&s, uint32_t(tables.size()));
+  for (const PairTable& t : tables) {
+    for (int v : {t.child, t.parent, t.lo, t.hi, t.plo, t.phi, t.rows, t.cols}) PutU32(&s, uint32_t(v));
+    for (float w : t.w) {
+      uint32_t u;
+      std::memcpy(&u, &w, 4);
+      PutU32(&s, u);
+    }
+  }
+  PutU32(&s, Crc32(s.data(), s.size()));
+  return s;
+}
+
+Status PairTables::Save(const std::string& dir) const {
+  return WriteFileAtomic(dir + "/" + kPairTablesFile, Serialize());
+}
+
+Result<std::shared_ptr<const PairTables>> PairTables::Parse(std::string_view b,
+                                                            const std::string& src) {
+  if (b.size() < 20 || std::memcmp(b.data(), kMagic, sizeof(kMagic)) != 0)
+    return DS_ERR(kCorrupt, "{}: not a pair table file (no 'DSPAIRT1' header)", src);
+  if (GetU32(b, b.size() - 4) != Crc32(b.data(), b.size() - 4))
+    return DS_ERR(kCorrupt, "{}: checksum mismatch (file damaged or edited)", src);
+  const uint32_t version = GetU32(b, 8), count = GetU32(b, 12);
+  if (version != kVersion)
+    return DS_ERR(kCorrupt, "{}: pair table version {} (this build reads {})", src, version,
+                  kVersion);
+  if (count > uint32_t(kMaxTables))
+    return DS_ERR(kCorrupt, "{}: {} tables (at most {})", src, count, kMaxTables);
+  auto out = std::make_shared<PairTables>();
+  size_t at = 16;
+  const size_t end = b.size() - 4;
+  for (size_t k = 0; k < count; ++k) {
+    if (at + 4 * kFields > end)
+      return DS_ERR(kCorrupt, "{}: truncated at table {} of {}", src, k + 1, count);
+    PairTable t;
+    int* f[kFields] = {&t.child, &t.parent, &t.lo, &t.hi, &t.plo, &t.phi, &t.rows, &t.cols};
+    for (size_t i = 0; i < kFields; ++i) {
+      const uint32_t v = GetU32(b, at + 4 * i);
+      if (v > uint32_t(1) << 30) return DS_ERR(kCorrupt, "{}: table {}: field {} is {}", src, k + 1, i + 1, v);
+      *f[i] = int(v);
+    }
+    at += 4 * kFields;
+    DS_RETURN_IF_ERROR(CheckShape(t, src, k));
+    const size_t n = size_t(t.rows) * size_t(t.cols);
+    if (at + 4 * n > end)
+      return DS_ERR(kCorrupt, "{}: truncated in table {}'s weights", src, k + 1);
+    t.w.resize(n);
+    for (size_t i = 0; i < n; ++i, at += 4) {
+      const uint32_t u = GetU32(b, at);
+      std::memcpy(&t.w[i], &u, 4);
+      if (!std::isfinite(t.w[i]) || std::fabs(t.w[i]) > kMaxWeight)
+        return DS_ERR(kCorrupt, "{}: table {}: weight {} is {} (finite, |w| <= {})", src, k + 1,
+                      i + 1, t.w[i], kMaxWeight);
+    }
+    out->tables.push_back(std::move(t));
+  }
+  if (at != end)
+    return DS_ERR(kCorrupt, "{}: {} bytes after the {} tables", src, end - at, count);
+  return std::shared_ptr<const PairTables>(std::move(out));
+}
+
+Status PairTables::Check(const FieldTokenizer& tok, const std::string& src) const {
+  const int ncols = int(tok.columns().size());
+  for (size_t k = 0; k < tables.size(); ++k) {
+    const PairTable& t = tables[k];
+    if (t.child >= ncols)
+      return DS_ERR(kCorrupt, "{}: table {}: column {} (the tokenizer has {})", src, k + 1,
+                    t.child, ncols);
+    DS_RETURN_IF_ERROR(CheckShape(t, src, k));
+    int lo, hi, plo, phi;
+    FirstTokenRange(tok, t.child, &lo, &hi);
+    FirstTokenRange(tok, t.parent, &plo, &phi);
+    if (lo != t.lo || hi != t.hi || plo != t.plo || phi != t.phi)
+      return DS_ERR(kCorrupt,
+                    "{}: table {}: ids {}..{} x {}..{} are not columns {} and {}'s first tokens "
+                    "(tables from another model?)",
+                    src, k + 1, t.plo, t.phi, t.lo, t.hi, t.parent, t.child);
+    if (t.w.size() != size_t(t.rows) * size_t(t.cols))
+      return DS_ERR(kCorrupt, "{}: table {}: {} weights for {} x {}", src, k + 1, t.w.size(),
+                    t.rows, t.cols);
+  }
+  return Status::Ok();
+}
+
+}  // namespace ds

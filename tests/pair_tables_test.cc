@@ -1,0 +1,260 @@
+// Tests for the calibration's 2-way pair correction tables
+// (generate/pair_correction.h, train/calibrate.h): the filter's closed-form
+// effect on the logits, fitting a known conditional on a zero network,
+// parent choice, the file's round trip and its corruption checks.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "generate/field_filter.h"
+#include "generate/pair_correction.h"
+#include "model/network.h"
+#include "privacy/dp_config.h"
+#include "privacy/rdp_accountant.h"
+#include "schema/public_schema.h"
+#include "tokenize/field_tokenizer.h"
+#include "train/calibrate.h"
+
+namespace ds {
+namespace {
+
+using Json = nlohmann::json;
+
+std::unique_ptr<FieldTokenizer> TwoColumns() {
+  auto s = ParsePublicSchema(Json::parse(R"({"columns": [
+    {"name": "x", "type": "categorical", "values": ["a", "b"]},
+    {"name": "n", "type": "integer", "min": 0, "max": 9},
+    {"name": "y", "type": "categorical", "values": ["u", "v", "w"]}]})"), "s");
+  EXPECT_TRUE(s.ok());
+  auto tok = FieldTokenizer::FromSchema(*s);
+  EXPECT_TRUE(tok.ok());
+  return std::move(tok).value();
+}
+
+// A table for child y (column 2) given parent x (column 0): 2 x 3 cells.
+PairTable XyTable(const FieldTokenizer& tok) {
+  PairTable t;
+  t.child = 2;
+  t.parent = 0;
+  FirstTokenRange(tok, 2, &t.lo, &t.hi);
+  FirstTokenRange(tok, 0, &t.plo, &t.phi);
+  EXPECT_EQ(t.phi - t.plo, 2);
+  EXPECT_EQ(t.hi - t.lo, 3);
+  t.rows = 2;
+  t.cols = 3;
+  t.w = {1.0f, -2.0f, 0.5f, 3.0f, 0.0f, -1.0f};
+  return t;
+}
+
+TEST(PairTables, FilterAddsTheParentsRowAtTheChildsFirstToken) {
+  auto tok = TwoColumns();
+  auto pairs = std::make_shared<PairTables>();
+  pairs->tables.push_back(XyTable(*tok));
+  ASSERT_TRUE(pairs->Check(*tok, "t").ok());
+  const PairTable& t = pairs->tables[0];
+  auto plain = NewFieldFilter(*tok, 2);
+  auto corr = NewFieldFilter(*tok, 2, pairs);
+  const int V = tok->vocab_size();
+  std::vector<int32_t> ids;
+  for (const char* x : {"a", "b"}) {
+    ids.clear();
+    ASSERT_TRUE(tok->EncodeRecord({x, "7", "u"}, &ids).ok());
+    for (TokenFilter* f : {plain.get(), corr.get()}) {
+      f->Begin(1);
+      f->Accept(1, tok->end_id());
+    }
+    // Up to y's first token, both filters see the same logits.
+    size_t i = 0;
+    for (;; ++i) {
+      std::vector<float> l0(size_t(V), 0.0f), l1(size_t(V), 0.0f);
+      plain->Mask(1, l0.data());
+      corr->Mask(1, l1.data());
+      if (ids[i] >= t.lo && ids[i] < t.hi) {
+        const int row = x[0] == 'a' ? 0 : 1;
+        for (int id = t.lo; id < t.hi; ++id)
+          EXPECT_FLOAT_EQ(l1[size_t(id)] - l0[size_t(id)], t.w[size_t(row * 3 + id - t.lo)]) << x;
+        for (int id = 0; id < V; ++id)
+          if (id < t.lo || id >= t.hi) {
+            EXPECT_EQ(l1[size_t(id)], l0[size_t(id)]);
+          }
+        break;
+      }
+      EXPECT_EQ(l0, l1) << "position " << i;
+      plain->Accept(1, ids[i]);
+      corr->Accept(1, ids[i]);
+    }
+    EXPECT_LT(i, ids.size());
+  }
+}
+
+TEST(PairTables, CalibrateFitsAConditionalOnAZeroNetwork) {
+  // dense.w = 0: every position's distribution is softmax(dense.b) over its
+  // legal ids, so y does not depend on x until the table makes it: the fitted
+  // rows must approach log t(y | x) up to a constant per row.
+  auto tok = TwoColumns();
+  NetworkSpec spec;
+  spec.vocab_size = tok->vocab_size();
+  spec.embedding_dim = 4;
+  spec.rnn_units = 4;
+  spec.num_layers = 1;
+  std::vector<float> params(ParamLayout::For(spec).total, 0.0f);
+  std::vector<ColumnMarginal> one = MarginalCells(*tok);
+  ASSERT_EQ(one.size(), 3u);  // x, n, y
+  std::vector<ColumnMarginal> target = WithParents(one, {{}, {}, {0}}, 10);
+  ASSERT_EQ(target[2].parent, 0);
+  ASSERT_EQ(target[2].rows, 2);
+  ASSERT_EQ(target[2].cols, 3);
+  std::vector<std::vector<std::string>> recs;
+  // x=a: y = u 80%, v 10%, w 10%; x=b: u 10%, v 30%, w 60%.
+  for (int i = 0; i < 8; ++i) recs.push_back({"a", "1", "u"});
+  recs.push_back({"a", "1", "v"});
+  recs.push_back({"a", "2", "w"});
+  recs.push_back({"b", "3", "u"});
+  for (int i = 0; i < 3; ++i) recs.push_back({"b", "3", "v"});
+  for (int i = 0; i < 6; ++i) recs.push_back({"b", "4", "w"});
+  CountMarginals(*tok, recs, &target);
+  EXPECT_EQ(target[2].p, (std::vector<double>{8, 1, 1, 1, 3, 6}));
+  Normalize(&target);
+  CalibrateOptions o;
+  o.samples = 6000;
+  o.iterations = 4;
+  o.pseudo = 0;
+  CalibrateReport rep;
+  PairTables pairs;
+  ASSERT_TRUE(Calibrate(*tok, {"x", "n", "y"}, ',', spec, params.data(), target, o, &rep, &pairs).ok());
+  EXPECT_EQ(rep.pairs, 1);
+  ASSERT_EQ(pairs.tables.size(), 1u);
+  const std::vector<float>& w = pairs.tables[0].w;
+  EXPECT_NEAR(w[0] - w[1], std::log(8.0), 0.25);
+  EXPECT_NEAR(w[0] - w[2], std::log(8.0), 0.25);
+  EXPECT_NEAR(w[5] - w[3], std::log(6.0), 0.25);
+  EXPECT_NEAR(w[4] - w[3], std::log(3.0), 0.25);
+  EXPECT_GT(rep.tvd_before, 0.15);
+  EXPECT_LT(rep.tvd_after, 0.03);
+}
+
+TEST(PairTables, ChooseParentsFindsTheDependentColumn) {
+  auto tok = TwoColumns();
+  std::vector<ColumnMarginal> one = MarginalCells(*tok);
+  std::vector<std::vector<std::string>> recs;
+  for (int i = 0; i < 400; ++i) {
+    const bool a = i % 2 == 0;
+    recs.push_back({a ? "a" : "b", std::to_string(i % 7), a ? "u" : (i % 4 == 1 ? "v" : "w")});
+  }
+  std::vector<ColumnMarginal> all = AllPairs(one, 10);
+  ASSERT_EQ(all.size(), 3u);  // (x, n), (x, y), (n, y)
+  EXPECT_EQ(all[1].column, 2);
+  EXPECT_EQ(all[1].parent, 0);
+  CountMarginals(*tok, recs, &all);
+  using P = std::vector<std::vector<int>>;
+  EXPECT_EQ(ChooseParents(one, all, 0.0), (P{{}, {}, {0}}));  // y depends on x, not on n
+  // Two per column: n's dependence on y's parent is below the threshold.
+  EXPECT_EQ(ChooseParents(one, all, 0.0, 2), (P{{}, {}, {0}}));
+  // Noise large against the counts: the bias term keeps every column 1-way.
+  EXPECT_EQ(ChooseParents(one, all, 1000.0), (P{{}, {}, {}}));
+}
+
+TEST(PairTables, RoundTripAndCorruption) {
+  auto tok = TwoColumns();
+  PairTables pairs;
+  pairs.tables.push_back(XyTable(*tok));
+  const std::string bytes = pairs.Serialize();
+  auto back = PairTables::Parse(bytes, "p.bin");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ((*back)->tables.size(), 1u);
+  EXPECT_EQ((*back)->tables[0].w, pairs.tables[0].w);
+  EXPECT_EQ((*back)->Serialize(), bytes);
+  EXPECT_TRUE((*back)->Check(*tok, "p.bin").ok());
+  // Any flipped byte: refused (checksum or header).
+  for (size_t i = 0; i < bytes.size(); i += 7) {
+    std::string bad = bytes;
+    bad[i] = char(bad[i] ^ 0x5a);
+    EXPECT_FALSE(PairTables::Parse(bad, "p.bin").ok()) << "byte " << i;
+  }
+  EXPECT_FALSE(PairTables::Parse(bytes.substr(0, bytes.size() - 5), "p.bin").ok());
+  // Tables that do not fit the tokenizer: refused by Check.
+  PairTables other = pairs;
+  other.tables[0].hi += 1;
+  EXPECT_FALSE(other.Check(*tok, "p.bin").ok());
+  other = pairs;
+  other.tables[0].parent = 2;  // not before the child
+  EXPECT_FALSE(other.Check(*tok, "p.bin").ok());
+  other = pairs;
+  other.tables[0].child = 7;
+  EXPECT_FALSE(other.Check(*tok, "p.bin").ok());
+  // A non-finite weight with a valid checksum: refused by Parse.
+  other = pairs;
+  other.tables[0].w[1] = NAN;
+  auto r = PairTables::Parse(other.Serialize(), "p.bin");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("weight 2"), std::string::npos) << r.status().message();
+}
+
+}  // namespace
+}  // namespace ds
+
+namespace ds {
+namespace {
+
+// The two Gaussian measurements of the pair calibration (selection at
+// sigma_m / sqrt(f), targets at sigma_m / sqrt(1 - f)) are charged as one
+// Gaussian of multiplier sigma_m: against dp-accounting's composition of the
+// three events (scripts/make_dp_split_vectors.py).
+TEST(PairAccounting, TwoMeasurementsMatchDpAccounting) {
+  std::ifstream in(std::string(DS_TEST_DATA) + "/privacy/split_vectors.csv");
+  ASSERT_TRUE(in.good());
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line[0] == 'q') continue;
+    std::replace(line.begin(), line.end(), ',', ' ');
+    std::istringstream ss(line);
+    double q, sigma, sm, delta, eps, order;
+    int64_t steps;
+    ss >> q >> sigma >> steps >> sm >> delta >> eps >> order;
+    ASSERT_FALSE(ss.fail()) << line;
+    RdpAccountant charged;  // what the trainer accounts
+    charged.AddSteps(q, sigma, steps);
+    charged.AddGaussian(sm);
+    EXPECT_NEAR(charged.GetEpsilon(delta).epsilon, eps, 1e-9 * eps) << line;
+    EXPECT_EQ(charged.GetEpsilon(delta).order, order) << line;
+    RdpAccountant spent;  // what the calibration releases
+    spent.AddSteps(q, sigma, steps);
+    spent.AddGaussian(SelectionNoise(sm));
+    spent.AddGaussian(TargetNoise(sm, true));
+    EXPECT_NEAR(spent.GetEpsilon(delta).epsilon, eps, 1e-9 * eps) << line;
+    ++n;
+  }
+  EXPECT_EQ(n, 5);
+  EXPECT_EQ(TargetNoise(2.0, false), 2.0);
+}
+
+// The dp default split at epsilon 1 (most of it to the marginals) still
+// composes to the target, and DP-SGD alone spends the smaller part.
+TEST(PairAccounting, DefaultSplitMeetsTheTarget) {
+  EXPECT_EQ(DefaultMarginalShare(1.0), 0.8);
+  EXPECT_EQ(DefaultMarginalShare(4.0), 0.65);
+  EXPECT_EQ(DefaultMarginalShare(10.0), 0.5);
+  DpSettings s;
+  s.dp = true;
+  s.dp_target_epsilon = 1.0;
+  s.marginal_share = DefaultMarginalShare(1.0);
+  auto p = PlanDp(s, 5634, 512, 15);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_NEAR(p->marginal_epsilon_alone, 0.8, 1e-3);
+  EXPECT_LT(p->sgd_epsilon_alone, 0.8);
+  RdpAccountant a;
+  a.AddSteps(p->sampling_rate, p->noise_multiplier, p->steps);
+  a.AddGaussian(SelectionNoise(p->marginal_noise_multiplier));
+  a.AddGaussian(TargetNoise(p->marginal_noise_multiplier, true));
+  EXPECT_LE(a.GetEpsilon(p->delta).epsilon, 1.0 + 1e-9);
+  EXPECT_GT(a.GetEpsilon(p->delta).epsilon, 0.999);
+}
+
+}  // namespace
+}  // namespace ds
