@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/device.h"
 #include "backend/precision.h"
+#include "backend/registry.h"
 #include "model/network.h"
 #include "tokenize/field_tokenizer.h"
 #include "tokenize/legal_ranges.h"
@@ -196,6 +198,26 @@ TEST(LegalLoss, GroupedFastPathEqualsMaskedOracleFp32) { FastPathAgainstOracle(P
 TEST(LegalLoss, GroupedFastPathEqualsMaskedOracleBf16) {
   if (!HaveBf16()) GTEST_SKIP() << "no bf16 on this CPU";
   FastPathAgainstOracle(Precision::kBf16, 2e-2);
+}
+
+// The CUDA backend masks the logits outside [lo, hi): the same loss and
+// gradients as the CPU oracle (skips without a GPU).
+TEST(LegalLoss, CudaMatchesCpu) {
+  std::string why;
+  if (!CudaAvailable(&why)) GTEST_SKIP() << "no GPU: " << why;
+  const NetworkSpec spec = Spec(32);
+  const int B = 16, T = 12;
+  const std::vector<float> w = Params(spec, 21);
+  const Batch batch = LegalBatch(B, T, 5, /*weighted=*/true);
+  auto cpu = MakeTrainBackend(DeviceKind::kCpu, spec, B, T).ValueOrThrow();
+  auto gpu = MakeTrainBackend(DeviceKind::kCuda, spec, B, T).ValueOrThrow();
+  cpu->SetParams(w.data());
+  gpu->SetParams(w.data());
+  const StepStats a = cpu->Step(batch, true, 0), b = gpu->Step(batch, true, 0);
+  EXPECT_NEAR(b.loss_sum, a.loss_sum, 1e-5 * a.loss_sum);
+  EXPECT_NEAR(b.correct, a.correct, 1e-9);
+  const std::vector<float> ga = Grads(*cpu), gb = Grads(*gpu);
+  for (size_t i = 0; i < ga.size(); ++i) ASSERT_NEAR(gb[i], ga[i], 1e-6 + 1e-3 * std::abs(ga[i])) << i;
 }
 
 TEST(LegalLoss, RejectsTargetsOutsideTheirRange) {
