@@ -981,8 +981,8 @@ TEST(CudaKernelTest, SoftmaxCrossEntropyWideRows) {
   Dev<float> dl(logits), db(bias), dw(w), rows(2 * N);
   Dev<int32_t> dt(tgt);
   const float scale = 0.25f;
-  cuda::SoftmaxCrossEntropy(dl.get(), db.get(), dt.get(), dw.get(), N, V, true, scale, rows.get(),
-                            rows.get() + N, nullptr);
+  cuda::SoftmaxCrossEntropy(dl.get(), db.get(), dt.get(), dw.get(), nullptr, nullptr, N, V, true,
+                            scale, rows.get(), rows.get() + N, nullptr);
   std::vector<float> grad = dl.Get(), r = rows.Get();
   for (int n = 0; n < N; ++n) {
     std::vector<double> l(V);

@@ -29,7 +29,27 @@ struct Batch {
   std::vector<int32_t> targets; // [B, T] next-token ids
   std::vector<float> weights;   // [B, T] loss weight per position (1 = real, 0 = padding);
                                 // empty means all ones
+  // [B, T] each target's legal ids [lo, hi) (tokenize/legal_ranges.h): the
+  // loss's softmax runs over them only (model/network.h). Both empty: the
+  // whole vocabulary at every position (char, SentencePiece).
+  std::vector<int32_t> legal_lo, legal_hi;
 };
+
+// Throws kInvalidArgument unless batch.legal_lo/hi are both empty, or both
+// [B, T] with lo <= target < hi inside [0, vocab) at every position.
+inline void ValidateLegalRanges(const Batch& batch, int vocab) {
+  const size_t n = batch.legal_lo.size();
+  if (n == 0 && batch.legal_hi.empty()) return;
+  if (n != size_t(batch.batch) * batch.steps || batch.legal_hi.size() != n)
+    DS_THROW(kInvalidArgument, "batch {}x{}: legal ranges have {}/{} entries", batch.batch,
+             batch.steps, n, batch.legal_hi.size());
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t lo = batch.legal_lo[i], hi = batch.legal_hi[i], t = batch.targets[i];
+    if (lo < 0 || hi > vocab || t < lo || t >= hi)
+      DS_THROW(kInvalidArgument, "position {}: target {} outside its legal ids [{}, {}) (vocab {})",
+               i, t, lo, hi, vocab);
+  }
+}
 
 // Sums over the batch (not means), so that epochs aggregate exactly.
 struct StepStats {

@@ -165,6 +165,13 @@ const JsonFields<ModelMeta>& MetaFields() {
            return BadKey(src, "precision", fmt::format("'{}' is not fp32 or bf16", m->precision));
          return Status::Ok();
        }},
+      {"loss", kOpt, [](const M& m) { return Json(m.loss); },
+       [](const Json& j, M* m, const std::string& src) -> Status {
+         m->loss = j.get<std::string>();  // absent in older models: full
+         if (m->loss != "full" && m->loss != "legal")
+           return BadKey(src, "loss", fmt::format("'{}' is not full or legal", m->loss));
+         return Status::Ok();
+       }},
       JsonMember("dp", &M::dp, kOpt),
       JsonMember("epsilon", &M::epsilon, JsonNeed::kRequired, IsDp),
       JsonMember("delta", &M::delta, JsonNeed::kRequired, IsDp),

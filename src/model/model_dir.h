@@ -71,6 +71,10 @@ struct ModelMeta {
   std::string stop_reason;          // "epochs", "early_stopping", "time_limit", "step_limit", "privacy_budget"
   std::string device = "cpu";
   std::string precision = "fp32";  // the precision training ran (absent in older models: fp32)
+  // The training loss (model/network.h): "legal", softmax CE over each
+  // target's legal ids (field tokenizer), or "full", over the whole
+  // vocabulary (char, SentencePiece; older models). Informational.
+  std::string loss = "full";
   // Privacy (dp only)
   bool dp = false;
   double epsilon = 0, delta = 0;

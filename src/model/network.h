@@ -7,7 +7,16 @@
 //     h_t = cell_l(x_t, state_{t-1})                   h_t: [H], state zero at t = 0
 //     x_t = dropout(h_t)                               input of the next layer
 //   logits_t = x_t Wd + bd                             Wd: [H, V], bd: [V]
-//   loss = sum_t w_t * CE(softmax(logits_t), target_t) / sum_t w_t
+//   loss = sum_t w_t * CE_t / sum_t w_t
+//   CE_t = -log softmax(logits_t[lo_t : hi_t])[target_t - lo_t]
+//
+// [lo_t, hi_t) are the ids legal for target t (Batch::legal_lo/hi,
+// tokenize/legal_ranges.h): for the field tokenizer, the ids of the target's
+// (column, part), the range generation samples from; for char and
+// SentencePiece, and batches without ranges, the whole vocabulary [0, V)
+// (the plain softmax CE). Only the slice's logits enter the loss, so dWd and
+// dbd are zero outside it and the dense GEMMs of a position cost H x (hi - lo)
+// instead of H x V. model_params.json's "loss" says which: "legal" or "full".
 //
 // lstm (Keras LSTM), state (h, c), G = 4 gates in the order i, f, g, o:
 //     z_t = x_t Wx + h_{t-1} Wh + b                    Wx: [In, 4H], Wh: [H, 4H], b: [4H]

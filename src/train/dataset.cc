@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <span>
 
 #include "io/csv.h"
 #include "io/line_reader.h"
@@ -82,9 +83,22 @@ Result<SequenceData> SequenceData::Build(const InputData& input, const Tokenizer
   // The stream starts with <n> so that every record, the first included, is
   // preceded by the record separator, as at generation time.
   d.stream_.push_back(tok.end_id());
+  // Ranges per token: walked record by record, so a record split across
+  // chunks keeps its ranges (they belong to stream positions, not chunks).
+  // The leading <n> is never a target.
+  if (LegalRanges::Applies(tok)) {
+    d.ranges_.table = std::make_unique<LegalRanges>(tok);
+    DS_ASSIGN_OR_RETURN(uint16_t all, d.ranges_.table->Intern(0, tok.vocab_size()));
+    d.ranges_.index.push_back(all);
+  }
   std::vector<int64_t> boundaries = {0};  // positions of the <n> before each record
   for (size_t i = 0; i < input.records.size(); ++i) {
+    const size_t from = d.stream_.size();
     Status s = tok.EncodeRecord(input.records[i], &d.stream_);
+    if (s.ok() && d.ranges_.table)
+      s = d.ranges_.table->AppendRecord(
+          std::span<const int32_t>(d.stream_.data() + from, d.stream_.size() - from),
+          &d.ranges_.index);
     if (!s.ok())
       return DS_ERR(kInvalidInput, "{}:{}: {}", input.path, input.lines[i], s.message());
     boundaries.push_back(int64_t(d.stream_.size()) - 1);
@@ -161,10 +175,16 @@ void SequenceData::Fill(const int64_t* starts, Batch* out) const {
   out->inputs.resize(size_t(batch_size_) * seq_length_);
   out->targets.resize(size_t(batch_size_) * seq_length_);
   out->weights.clear();
+  const size_t n = ranges_.table ? size_t(batch_size_) * seq_length_ : 0;
+  out->legal_lo.resize(n);
+  out->legal_hi.resize(n);
   for (int b = 0; b < batch_size_; ++b) {
     const int32_t* src = stream_.data() + starts[b];
     std::copy(src, src + seq_length_, out->inputs.begin() + size_t(b) * seq_length_);
     std::copy(src + 1, src + 1 + seq_length_, out->targets.begin() + size_t(b) * seq_length_);
+    if (n)
+      ranges_.Fill(starts[b] + 1, seq_length_, out->legal_lo.data() + size_t(b) * seq_length_,
+                   out->legal_hi.data() + size_t(b) * seq_length_);
   }
 }
 
@@ -183,15 +203,19 @@ namespace ds {
 Result<RecordData> RecordData::Build(const InputData& input, const Tokenizer& tok, int max_steps) {
   RecordData d;
   d.end_id_ = tok.end_id();
+  d.vocab_ = tok.vocab_size();
   d.max_steps_ = max_steps;
   d.offsets_.push_back(0);
+  if (LegalRanges::Applies(tok)) d.ranges_.table = std::make_unique<LegalRanges>(tok);
   std::vector<int32_t> ids;
   for (size_t i = 0; i < input.records.size(); ++i) {
     ids.clear();
     Status s = tok.EncodeRecord(input.records[i], &ids);
+    if (s.ok() && d.ranges_.table) s = d.ranges_.table->AppendRecord(ids, &d.ranges_.index);
     if (!s.ok()) return DS_ERR(kInvalidInput, "{}:{}: {}", input.path, input.lines[i], s.message());
     if (int64_t(ids.size()) > max_steps) {
       ids.resize(size_t(max_steps));
+      if (d.ranges_.table) d.ranges_.index.resize(d.tokens_.size() + size_t(max_steps));
       ++d.truncated_;
     }
     d.tokens_.insert(d.tokens_.end(), ids.begin(), ids.end());
@@ -216,6 +240,9 @@ void RecordData::FillBatch(const int64_t* ids, int n, Batch* out) const {
   out->inputs.assign(size_t(n) * T, end_id_);
   out->targets.assign(size_t(n) * T, end_id_);
   out->weights.assign(size_t(n) * T, 0.0f);
+  // Padding (weight 0) gets the whole vocabulary.
+  out->legal_lo.assign(ranges_.table ? size_t(n) * T : 0, 0);
+  out->legal_hi.assign(ranges_.table ? size_t(n) * T : 0, vocab_);
   for (int i = 0; i < n; ++i) {
     const int32_t* rec = tokens_.data() + offsets_[size_t(ids[i])];
     int len = int(offsets_[size_t(ids[i]) + 1] - offsets_[size_t(ids[i])]);
@@ -228,6 +255,9 @@ void RecordData::FillBatch(const int64_t* ids, int n, Batch* out) const {
       tg[t] = rec[t];
       w[t] = 1.0f;
     }
+    if (ranges_.table)
+      ranges_.Fill(offsets_[size_t(ids[i])], len, out->legal_lo.data() + size_t(i) * T,
+                   out->legal_hi.data() + size_t(i) * T);
   }
 }
 

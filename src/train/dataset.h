@@ -8,15 +8,20 @@
 // validation_split every 5th batch is held out for validation (the same
 // batches every epoch, so validation never sees training chunks). Training
 // batches are reshuffled every epoch through a shuffle buffer of buffer_size
-// chunks (TensorFlow's Dataset.shuffle semantics).
+// chunks (TensorFlow's Dataset.shuffle semantics). With a field tokenizer each
+// stream token also has its legal id range (tokenize/legal_ranges.h), kept per
+// stream position (2 bytes a token), so chunks that start inside a record get
+// its ranges; batches carry them in Batch::legal_lo/hi.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
+#include "tokenize/legal_ranges.h"
 #include "tokenize/tokenizer.h"
 #include "util/rng.h"
 #include "util/status.h"
@@ -58,6 +63,22 @@ int MaxRecordTokens(const Tokenizer& tok);
 // encode count 0: SequenceData::Build reports them).
 int64_t RecordTokens(const InputData& input, const Tokenizer& tok);
 
+// Legal id ranges (tokenize/legal_ranges.h) of a token stream: one index per
+// token, the range of that token as a target; absent for tokenizers without
+// ranges (Batch::legal_lo/hi then stay empty).
+struct StreamRanges {
+  std::unique_ptr<LegalRanges> table;  // null: no ranges
+  std::vector<uint16_t> index;         // [tokens] parallel to the stream
+  // Writes target position p's range (stream offset `at`) to lo[p], hi[p].
+  void Fill(int64_t at, int n, int32_t* lo, int32_t* hi) const {
+    for (int p = 0; p < n; ++p) {
+      const uint16_t i = index[size_t(at + p)];
+      lo[p] = table->lo(i);
+      hi[p] = table->hi(i);
+    }
+  }
+};
+
 // The token stream cut into sequences.
 class SequenceData {
  public:
@@ -69,6 +90,8 @@ class SequenceData {
   int seq_length() const { return seq_length_; }
   int batch_size() const { return batch_size_; }
   int64_t tokens() const { return int64_t(stream_.size()); }
+  // Batches carry each target's legal range (the "legal" loss).
+  bool legal_ranges() const { return ranges_.table != nullptr; }
   int64_t train_batches() const { return int64_t(train_chunks_.size()) / batch_size_; }
   int64_t val_batches() const { return int64_t(val_chunks_.size()) / batch_size_; }
   // Training batch order for one epoch (shuffle buffer of buffer_size chunks).
@@ -80,6 +103,7 @@ class SequenceData {
  private:
   void Fill(const int64_t* chunk_ids, Batch* out) const;
   std::vector<int32_t> stream_;       // [tokens]
+  StreamRanges ranges_;               // legal ranges of stream_'s tokens
   std::vector<int64_t> train_chunks_; // chunk start offsets into stream_
   std::vector<int64_t> val_chunks_;
   int seq_length_ = 0, batch_size_ = 0;
@@ -100,6 +124,7 @@ class RecordData {
   int64_t records() const { return int64_t(offsets_.size()) - 1; }
   int64_t tokens() const { return int64_t(tokens_.size()); }
   int64_t truncated() const { return truncated_; }
+  bool legal_ranges() const { return ranges_.table != nullptr; }
   int max_steps() const { return max_steps_; }
   // Training steps of record r (its tokens, truncated to max_steps).
   int64_t length(int64_t r) const {
@@ -113,7 +138,9 @@ class RecordData {
  private:
   std::vector<int32_t> tokens_;   // [total] records' tokens back to back
   std::vector<int64_t> offsets_;  // [records + 1]
+  StreamRanges ranges_;           // legal ranges of tokens_
   int32_t end_id_ = 0;
+  int32_t vocab_ = 0;
   int max_steps_ = 0;
   int64_t truncated_ = 0;
 };

@@ -1190,6 +1190,7 @@ class TrainRun {
     meta.stop_reason = done_ ? stop_reason_ : "interrupted";
     meta.device = backend_->name();
     meta.precision = PrecisionName(backend_->precision());
+    meta.loss = (cfg_.dp ? recs_.legal_ranges() : data_.legal_ranges()) ? "legal" : "full";
     meta.weights_file = weights_file_;
     meta.weights_crc = weights_crc_;
     if (cfg_.dp) {

@@ -11,6 +11,9 @@
 //                                 gates, c_t, h_t                  fused elementwise
 //                          X_{l+1} = dropout_{l+1}(H_l)
 //             logits = X_L Wd + bd, softmax cross-entropy           row chunks per thread
+//               (legal ranges: rows grouped by range, each group's logits
+//               only over its ids, X_g Wd[:, lo:hi], and its gradients on
+//               that column slice; DenseStage / PlanDense)
 //   backward  dlogits = w_r (softmax - onehot) / sum_r w_r
 //             dWd = X_L^T dlogits, dbd = colsum, dX_L = dlogits Wd^T
 //             per layer (top down): for t = T-1..0:

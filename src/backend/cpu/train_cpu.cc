@@ -294,6 +294,13 @@ class TrainImpl final : public CpuTrainBackend {
   float W(const Batch& batch, int b, int t) const {
     return batch.weights.empty() ? 1.0f : batch.weights[size_t(b) * batch.steps + t];
   }
+  // The legal ids [lo, hi) of target (b, t) (Batch::legal_lo/hi; unchanged
+  // when the batch has none).
+  static void Legal(const Batch& batch, int b, int t, int* lo, int* hi) {
+    if (batch.legal_lo.empty()) return;
+    *lo = batch.legal_lo[size_t(b) * batch.steps + t];
+    *hi = batch.legal_hi[size_t(b) * batch.steps + t];
+  }
   void RefreshPermuted();
   void Unpermute(const float* src, int rows, float* dst) const;
   const float* LayerInput(int l) const {
@@ -327,6 +334,15 @@ class TrainImpl final : public CpuTrainBackend {
   // dX_l = dZ_l Wx^T into dx (bf16: from the rounded dz and weights).
   void LayerInputGrad(int l, float* dx);
   StepStats DenseStage(const Batch& batch, bool train, double count, float* dxd, float* logits_out);
+  // Dense rows dense_order_[pos, pos + n) (rows pos .. pos + n - 1 when
+  // dense_direct_) with logits over ids [lo, hi).
+  struct DenseRun {
+    int pos, n, lo, hi;
+  };
+  void PlanDense(const Batch& batch, int nt, bool ranged);
+  void DenseRunRows(const Batch& batch, const DenseRun& run, bool train, float inv_count, int j,
+                    float* dw, float* db, float* dxd, float* logits_out, bool* first,
+                    StepStats* st);
   StepStats DenseClipNorms(const Batch& batch, float* dxd, double* norm2);
   void DenseClipGrads(const Batch& batch, const double* scale);
   void ClipLayerNorms(int l, double* norm2);
@@ -425,6 +441,11 @@ class TrainImpl final : public CpuTrainBackend {
   std::vector<Buffer<float>> dense_db_;      // per thread [V]
   std::vector<Buffer<uint16_t>> dense_dl16_;  // per thread [rows_chunk, V] dlogits (bf16)
   std::vector<Buffer<float>> gram_;          // per thread [3, T, T] Gram scratch
+  std::vector<Buffer<float>> dense_xg_, dense_dxg_;  // per thread [run rows, H] gathered X, dX
+  std::vector<Buffer<uint16_t>> dense_xg16_;         // per thread [run rows, H] gathered X (bf16)
+  std::vector<int> dense_order_;                     // [R] rows sorted by legal range
+  std::vector<std::vector<DenseRun>> dense_runs_;    // per thread, by PlanDense
+  bool dense_direct_ = true;                         // runs index rows, not dense_order_
   Profile prof_;
 };
 
@@ -445,6 +466,7 @@ void TrainImpl::Validate(const Batch& batch) const {
                i);
     }
   }
+  ValidateLegalRanges(batch, spec_.vocab_size);
 }
 
 // Standard gate-major column c = g*H + k*ub + u  <->  permuted k*G*ub + g*ub + u
@@ -1043,34 +1065,201 @@ inline RowResult SoftmaxRow(float* x, const float* bias, int V, int target, floa
   return {double(std::log(sum)) + double(mx) - double(xt), arg == target};
 }
 
-// Rows split in contiguous per-thread ranges, each processed in chunks:
-// logits = X Wd (+bd), softmax CE, and when training dlogits in place,
-// dWd_j += X^T dl, dbd_j += colsum dl, dX = dl Wd^T. Per-thread dWd/dbd are
-// summed in thread order.
-StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, float* dxd,
-                                float* logits_out) {
-  const int B = B_, T = T_, R = R_, H = spec_.rnn_units, V = spec_.vocab_size;
-  const float* xd = LayerInput(spec_.num_layers);
+// SoftmaxRow over the legal ids [lo, hi) of a full row of V logits; with
+// grad the ids outside get dlogits 0 (the clip path's full-width rows).
+inline RowResult LegalSoftmaxRow(float* x, const float* bias, int V, int lo, int hi, int target,
+                                 float dl_scale, bool grad) {
+  if (lo == 0 && hi == V) return SoftmaxRow(x, bias, V, target, dl_scale, grad);
+  RowResult rr = SoftmaxRow(x + lo, bias + lo, hi - lo, target - lo, dl_scale, grad);
+  if (grad) {
+    std::fill(x, x + lo, 0.0f);
+    std::fill(x + hi, x + V, 0.0f);
+  }
+  return rr;
+}
+
+// Rows of the dense stage at most this many per GEMM call for a logits slice
+// of width w (about 4 MiB of logits).
+inline int DenseChunk(int w) { return std::clamp((1 << 20) / std::max(w, 1), 64, 2048); }
+
+// The dense stage's work per thread (dense_runs_). Without legal ranges (or
+// for ForwardLogits' full logits) rows are split in contiguous per-thread
+// ranges of chunks over the whole vocabulary, as rows themselves (direct).
+// With ranges, the rows (time-major r = t*B + b) are sorted by their range
+// (ties by row: a fixed order) into dense_order_, cut into nt contiguous
+// parts of equal cost (width + 16 per row), and each part into runs of one
+// range of at most DenseChunk(width) rows.
+void TrainImpl::PlanDense(const Batch& batch, int nt, bool ranged) {
+  const int R = R_, B = B_, T = T_, V = spec_.vocab_size;
+  dense_runs_.resize(size_t(nt));
+  for (auto& r : dense_runs_) r.clear();
+  dense_direct_ = !ranged;
+  if (!ranged) {
+    const int chunk = DenseChunk(V);
+    for (int j = 0; j < nt; ++j) {
+      const int r0 = int(int64_t(R) * j / nt), r1 = int(int64_t(R) * (j + 1) / nt);
+      for (int r = r0; r < r1; r += chunk) dense_runs_[j].push_back({r, std::min(chunk, r1 - r), 0, V});
+    }
+    return;
+  }
+  auto at = [&](int r) { return size_t(r % B) * T + size_t(r / B); };
+  dense_order_.resize(size_t(R));
+  for (int r = 0; r < R; ++r) dense_order_[size_t(r)] = r;
+  std::stable_sort(dense_order_.begin(), dense_order_.end(), [&](int a, int b) {
+    const size_t ia = at(a), ib = at(b);
+    return batch.legal_lo[ia] != batch.legal_lo[ib] ? batch.legal_lo[ia] < batch.legal_lo[ib]
+                                                    : batch.legal_hi[ia] < batch.legal_hi[ib];
+  });
+  auto cost = [&](int p) {
+    const size_t i = at(dense_order_[size_t(p)]);
+    return int64_t(batch.legal_hi[i] - batch.legal_lo[i]) + 16;
+  };
+  int64_t total = 0;
+  for (int p = 0; p < R; ++p) total += cost(p);
+  std::vector<int> cut(size_t(nt) + 1, R);
+  cut[0] = 0;
+  int64_t acc = 0;
+  for (int p = 0, j = 1; p < R; ++p) {
+    while (j < nt && acc * nt >= total * j) cut[size_t(j++)] = p;
+    acc += cost(p);
+  }
+  for (int j = 0; j < nt; ++j) {
+    for (int p = cut[size_t(j)]; p < cut[size_t(j) + 1];) {
+      const size_t i = at(dense_order_[size_t(p)]);
+      const int lo = batch.legal_lo[i], hi = batch.legal_hi[i], chunk = DenseChunk(hi - lo);
+      int q = p + 1;
+      while (q < cut[size_t(j) + 1] && q - p < chunk) {
+        const size_t k = at(dense_order_[size_t(q)]);
+        if (batch.legal_lo[k] != lo || batch.legal_hi[k] != hi) break;
+        ++q;
+      }
+      dense_runs_[j].push_back({p, q - p, lo, hi});
+      p = q;
+    }
+  }
+}
+
+// One run of DenseStage on thread j: logits over ids [lo, hi) = X Wd[:, lo:hi]
+// (+ bd[lo:hi]), softmax CE over the slice and, when training, dlogits in
+// place, db[lo:hi) += colsum dl, dw[:, lo:hi) += X^T dl (beta 0 on the
+// thread's first run of the direct path), dX = dl Wd[:, lo:hi]^T. Gathered
+// runs (ranged) copy their rows of X in and scatter dX out; in bf16 their
+// row count is padded to 16 with zero rows (fewer GEMM shapes for oneDNN's
+// primitive cache). A one-id range has CE 0 and no gradient (dX rows zero).
+void TrainImpl::DenseRunRows(const Batch& batch, const DenseRun& run, bool train, float inv_count,
+                             int j, float* dw, float* db, float* dxd, float* logits_out,
+                             bool* first, StepStats* st) {
+  const int B = B_, T = T_, H = spec_.rnn_units, V = spec_.vocab_size;
+  const int n = run.n, lo = run.lo, w = run.hi - run.lo;
+  const int* rows = dense_direct_ ? nullptr : dense_order_.data() + run.pos;
+  auto row_of = [&](int i) { return rows ? rows[i] : run.pos + i; };
+  if (w == 1 && !logits_out) {
+    for (int i = 0; i < n; ++i) {
+      const int row = row_of(i);
+      const float wt = W(batch, row % B, row / B);
+      st->correct += double(wt);
+      st->count += wt;
+      if (train) std::memset(dxd + size_t(row) * H, 0, size_t(H) * sizeof(float));
+    }
+    return;
+  }
+  const int L = spec_.num_layers;
+  const uint16_t* x16 = bf16_ ? X16(L) + size_t(run.pos) * H : nullptr;
+  const float* xin = bf16_ ? nullptr : LayerInput(L) + size_t(run.pos) * H;
+  const int np = rows && bf16_ ? (n + 15) & ~15 : n;  // GEMM rows
+  if (rows) {  // gather
+    if (bf16_) {
+      dense_xg16_[j].Reserve(size_t(np) * H);
+      uint16_t* g = dense_xg16_[j].data();
+      for (int i = 0; i < n; ++i)
+        std::memcpy(g + size_t(i) * H, X16(L) + size_t(rows[i]) * H, H * sizeof(uint16_t));
+      std::memset(g + size_t(n) * H, 0, size_t(np - n) * H * sizeof(uint16_t));
+      x16 = g;
+    } else {
+      dense_xg_[j].Reserve(size_t(n) * H);
+      float* g = dense_xg_[j].data();
+      for (int i = 0; i < n; ++i)
+        std::memcpy(g + size_t(i) * H, LayerInput(L) + size_t(rows[i]) * H, H * sizeof(float));
+      xin = g;
+    }
+  }
   const float* wd = params_.data() + off_dw_;
   const float* bd = params_.data() + off_db_;
-  const int nt = std::min(nt_, std::max(1, R / 64));
-  const int chunk = std::clamp((1 << 20) / std::max(V, 1), 64, 2048);
-  dense_logits_.resize(std::max<size_t>(dense_logits_.size(), nt));
-  dense_dw_.resize(std::max<size_t>(dense_dw_.size(), nt));
-  dense_db_.resize(std::max<size_t>(dense_db_.size(), nt));
-  dense_dl16_.resize(std::max<size_t>(dense_dl16_.size(), nt));
-  // bf16: the input already rounded (X16); fp32: null.
-  const uint16_t* x16 = bf16_ ? X16(spec_.num_layers) : nullptr;
+  dense_logits_[j].Reserve(size_t(np) * w);
+  float* x = dense_logits_[j].data();  // [np, w]
+  if (x16) {
+    BgemmSerial(false, false, np, w, H, 1.0f, x16, H, wd16_.data() + lo, V, 0.0f, x, w);
+  } else {
+    Gemm(false, false, n, w, H, 1.0f, xin, H, wd + lo, nullptr, V, 0.0f, x, w);
+  }
+  for (int i = 0; i < n; ++i) {
+    const int row = row_of(i), t = row / B, b = row % B;
+    const float wt = W(batch, b, t);
+    const int target = batch.targets[size_t(b) * T + t];
+    float* xr = x + size_t(i) * w;
+    if (logits_out) {
+#pragma omp simd
+      for (int v = 0; v < V; ++v) logits_out[(size_t(b) * T + t) * V + v] = xr[v] + bd[v];
+    }
+    RowResult rr = SoftmaxRow(xr, bd + lo, w, target - lo, wt * inv_count, train);
+    st->loss_sum += double(wt) * rr.ce;
+    st->correct += rr.correct ? double(wt) : 0.0;
+    st->count += wt;
+  }
+  if (!train) return;
+  float* dbs = db + lo;
+  for (int i = 0; i < n; ++i) {
+    const float* xr = x + size_t(i) * w;
+#pragma omp simd
+    for (int v = 0; v < w; ++v) dbs[v] += xr[v];
+  }
+  float* dxo = dxd + size_t(run.pos) * H;
+  if (rows) {
+    dense_dxg_[j].Reserve(size_t(np) * H);
+    dxo = dense_dxg_[j].data();
+  }
+  const float beta = *first ? 0.0f : 1.0f;
+  if (x16) {
+    // dlogits rounded once for both GEMMs, in rows of wp = w padded to 16 (K
+    // of the dX GEMM) starting at id k0 (so that k0 + wp <= PadV); the slice
+    // sits at offset lo - k0, zeros around it.
+    const int wp = (w + 15) & ~15, k0 = std::max(0, std::min(lo, PadV() - wp)), off = lo - k0;
+    dense_dl16_[j].Reserve(size_t(np) * wp);
+    uint16_t* dl16 = dense_dl16_[j].data();
+    std::memset(dl16, 0, size_t(np) * wp * sizeof(uint16_t));
+    for (int i = 0; i < n; ++i) ToBf16(x + size_t(i) * w, w, dl16 + size_t(i) * wp + off);
+    BgemmSerial(true, false, H, w, np, 1.0f, x16, H, dl16 + off, wp, beta, dw + lo, V);
+    BgemmSerial(false, false, np, H, wp, 1.0f, dl16, wp, wdt16_.data() + size_t(k0) * H, H, 0.0f,
+                dxo, H);
+  } else {
+    Gemm(true, false, H, w, n, 1.0f, xin, H, x, nullptr, w, beta, dw + lo, V);
+    Gemm(false, false, n, H, w, 1.0f, x, w, wdt_.data() + size_t(lo) * H, nullptr, H, 0.0f, dxo,
+         H);
+  }
+  *first = false;
+  if (rows)
+    for (int i = 0; i < n; ++i)
+      std::memcpy(dxd + size_t(rows[i]) * H, dxo + size_t(i) * H, H * sizeof(float));
+}
+
+// logits = X Wd (+bd), softmax CE over each target's legal ids, and when
+// training dlogits, dWd, dbd and dX = dl Wd^T, per thread over its runs
+// (PlanDense). Per-thread dWd/dbd (zeroed, or written by the first run) are
+// summed in thread order: for a given thread count the result is fixed.
+StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, float* dxd,
+                                float* logits_out) {
+  const int H = spec_.rnn_units, V = spec_.vocab_size;
+  const int nt = std::min(nt_, std::max(1, R_ / 64));
+  const bool ranged = !batch.legal_lo.empty() && !logits_out;
+  PlanDense(batch, nt, ranged);
+  for (auto* v : {&dense_logits_, &dense_dw_, &dense_db_, &dense_xg_, &dense_dxg_})
+    v->resize(std::max<size_t>(v->size(), nt));
+  for (auto* v : {&dense_dl16_, &dense_xg16_}) v->resize(std::max<size_t>(v->size(), nt));
   std::vector<StepStats> part(nt);
   const float inv_count = count > 0 ? float(1.0 / count) : 0.0f;
 #pragma omp parallel num_threads(nt)
   {
     const int j = omp_get_thread_num();
-    const int r0 = int(int64_t(R) * j / nt), r1 = int(int64_t(R) * (j + 1) / nt);
-    auto& lg = dense_logits_[j];
-    lg.Reserve(size_t(chunk) * V);
-    const int vp = PadV();
-    if (x16 && train) dense_dl16_[j].Reserve(size_t(chunk) * vp);
     float* dw = nullptr;
     float* db = nullptr;
     if (train) {
@@ -1083,57 +1272,13 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
         dense_dw_[j].Reserve(size_t(H) * V);
         dw = dense_dw_[j].data();
       }
+      // Runs of slices accumulate into a zeroed dw.
+      if (ranged) std::memset(dw, 0, size_t(H) * V * sizeof(float));
     }
     StepStats st;
-    bool first = true;
-    for (int r = r0; r < r1; r += chunk) {
-      const int n = std::min(chunk, r1 - r);
-      float* x = lg.data();  // [n, V]
-      if (x16) {
-        BgemmSerial(false, false, n, V, H, 1.0f, x16 + size_t(r) * H, H, wd16_.data(), V, 0.0f, x,
-                    V);
-      } else {
-        Gemm(false, false, n, V, H, 1.0f, xd + size_t(r) * H, H, wd, wd16_.data(), V, 0.0f, x, V);
-      }
-      for (int i = 0; i < n; ++i) {
-        const int row = r + i, t = row / B, b = row % B;
-        const float w = W(batch, b, t);
-        const int target = batch.targets[size_t(b) * T + t];
-        float* xr = x + size_t(i) * V;
-        if (logits_out) {
-#pragma omp simd
-          for (int v = 0; v < V; ++v) logits_out[(size_t(b) * T + t) * V + v] = xr[v] + bd[v];
-        }
-        RowResult rr = SoftmaxRow(xr, bd, V, target, w * inv_count, train);
-        st.loss_sum += double(w) * rr.ce;
-        st.correct += rr.correct ? double(w) : 0.0;
-        st.count += w;
-      }
-      if (train) {
-        for (int i = 0; i < n; ++i) {
-          const float* xr = x + size_t(i) * V;
-#pragma omp simd
-          for (int v = 0; v < V; ++v) db[v] += xr[v];
-        }
-        if (x16) {  // dlogits rounded once for both GEMMs
-          uint16_t* dl16 = dense_dl16_[j].data();  // [n, PadV], zero-padded
-          for (int i = 0; i < n; ++i) {
-            ToBf16(x + size_t(i) * V, V, dl16 + size_t(i) * vp);
-            std::memset(dl16 + size_t(i) * vp + V, 0, (vp - V) * sizeof(uint16_t));
-          }
-          BgemmSerial(true, false, H, V, n, 1.0f, x16 + size_t(r) * H, H, dl16, vp,
-                      first ? 0.0f : 1.0f, dw, V);
-          BgemmSerial(false, false, n, H, vp, 1.0f, dl16, vp, wdt16_.data(), H, 0.0f,
-                      dxd + size_t(r) * H, H);
-        } else {
-          Gemm(true, false, H, V, n, 1.0f, xd + size_t(r) * H, H, x, nullptr, V,
-               first ? 0.0f : 1.0f, dw, V);
-          Gemm(false, false, n, H, V, 1.0f, x, V, wdt_.data(), wdt16_.data(), H, 0.0f,
-               dxd + size_t(r) * H, H);
-        }
-        first = false;
-      }
-    }
+    bool first = !ranged;
+    for (const DenseRun& run : dense_runs_[j])
+      DenseRunRows(batch, run, train, inv_count, j, dw, db, dxd, logits_out, &first, &st);
     if (train && first) std::memset(dw, 0, size_t(H) * V * sizeof(float));
     part[j] = st;
   }
@@ -1197,8 +1342,10 @@ StepStats TrainImpl::DenseClipNorms(const Batch& batch, float* dxd, double* norm
     StepStats st;
     for (int t = 0; t < T; ++t) {
       const float w = W(batch, b, t);
-      RowResult rr =
-          SoftmaxRow(x + size_t(t) * V, bd, V, batch.targets[size_t(b) * T + t], w * inv, true);
+      int lo = 0, hi = V;
+      Legal(batch, b, t, &lo, &hi);
+      RowResult rr = LegalSoftmaxRow(x + size_t(t) * V, bd, V, lo, hi,
+                                     batch.targets[size_t(b) * T + t], w * inv, true);
       st.loss_sum += double(w) * rr.ce;
       st.correct += rr.correct ? double(w) : 0.0;
       st.count += w;
@@ -1253,9 +1400,12 @@ void TrainImpl::DenseClipGrads(const Batch& batch, const double* scale) {
     for (int b = b0; b < b1; ++b) {
       Gemm(false, false, T, V, H, 1.0f, xd + size_t(b) * H, B * H, wd, wd16_.data(), V, 0.0f, x,
            V);
-      for (int t = 0; t < T; ++t)
-        SoftmaxRow(x + size_t(t) * V, bd, V, batch.targets[size_t(b) * T + t],
-                   float(W(batch, b, t) * scale[b]), true);
+      for (int t = 0; t < T; ++t) {
+        int lo = 0, hi = V;
+        Legal(batch, b, t, &lo, &hi);
+        LegalSoftmaxRow(x + size_t(t) * V, bd, V, lo, hi, batch.targets[size_t(b) * T + t],
+                        float(W(batch, b, t) * scale[b]), true);
+      }
       Gemm(true, false, H, V, T, 1.0f, xd + size_t(b) * H, B * H, x, nullptr, V, 1.0f, dw, V);
       for (int t = 0; t < T; ++t)
         for (int v = 0; v < V; ++v) db[v] += x[size_t(t) * V + v];

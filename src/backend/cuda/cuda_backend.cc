@@ -151,7 +151,7 @@ class CudaTrainBackend final : public TrainBackend {
     DS_CUDA_CHECK(cudaMemsetAsync(state_.as(), 0, 2 * layout_.total * 4, ctx_.stream()));
     DS_CUDA_CHECK(cudaMemsetAsync(params_.as(), 0, layout_.total * 4, ctx_.stream()));
     DS_CUDA_CHECK(cudaMemsetAsync(grads_.as(), 0, layout_.total * 4, ctx_.stream()));
-    ints_ = ctx_.Buffer((5 * N + 2) * 4);
+    ints_ = ctx_.Buffer((7 * N + 2) * 4);  // + legal lo [N], hi [N] at 5N + 2
     weights_ = ctx_.Buffer(N * 4);
     x0_ = ctx_.Buffer(N * E * 4);
     for (size_t l = 0; l < L; ++l) {
@@ -170,7 +170,7 @@ class CudaTrainBackend final : public TrainBackend {
     dxa_ = ctx_.Buffer(N * std::max(E, H) * 4);
     dxb_ = ctx_.Buffer(N * std::max(E, H) * 4);
     dc_ = ctx_.Buffer(size_t(max_batch) * H * 4);
-    host_ints_ = std::make_unique<PinnedBuffer>((5 * N + 2) * 4);
+    host_ints_ = std::make_unique<PinnedBuffer>((7 * N + 2) * 4);
     host_floats_ = std::make_unique<PinnedBuffer>(3 * N * 4);
     std::vector<float> ones(N, 1.0f);
     DS_CUDA_CHECK(
@@ -258,7 +258,8 @@ class CudaTrainBackend final : public TrainBackend {
   int max_b_, max_t_;
   DeviceBuffer params_, grads_;  // [total] each
   DeviceBuffer state_;           // [2, total]: m, v (RMSprop: ms in v)
-  DeviceBuffer ints_;            // tokens [N], targets [N], uniq [U], offsets [U+1], positions [N]
+  DeviceBuffer ints_;            // tokens [N], targets [N], uniq [U], offsets [U+1], positions [N];
+                                 // at 5N + 2: legal lo [N], hi [N] (Batch::legal_lo/hi)
   DeviceBuffer weights_;         // [N]
   DeviceBuffer x0_;              // [N, E]   dropped embedding output
   // G = 4 (lstm) or 3 (gru) gates; GH = G * H.
@@ -300,6 +301,8 @@ StepStats CudaTrainBackend::Step(const Batch& batch, bool train, uint64_t seed,
   const int V = spec_.vocab_size, E = spec_.embedding_dim, H = spec_.rnn_units;
   const int L = spec_.num_layers;
   const float rate = train ? spec_.dropout_rate : 0.0f;
+  ValidateLegalRanges(batch, V);
+  const bool ranged = !batch.legal_lo.empty();
   ctx_.Activate();
   cudaStream_t s = ctx_.stream();
 
@@ -321,6 +324,10 @@ StepStats CudaTrainBackend::Step(const Batch& batch, bool train, uint64_t seed,
       h_tok[r] = x;
       h_tgt[r] = y;
       h_w[r] = w;
+      if (ranged) {  // time-major, as the logits rows
+        hi[5 * N + 2 + r] = batch.legal_lo[src];
+        hi[6 * N + 2 + r] = batch.legal_hi[src];
+      }
       count += w;
     }
   }
@@ -354,6 +361,11 @@ StepStats CudaTrainBackend::Step(const Batch& batch, bool train, uint64_t seed,
   }
   DS_CUDA_CHECK(cudaMemcpyAsync(ints_.as(), hi, n_ints * 4, cudaMemcpyHostToDevice, s));
   DS_CUDA_CHECK(cudaMemcpyAsync(weights_.as(), h_w, N * 4, cudaMemcpyHostToDevice, s));
+  if (ranged)
+    DS_CUDA_CHECK(cudaMemcpyAsync(ints_.as<int32_t>() + 5 * N + 2, hi + 5 * N + 2, 2 * N * 4,
+                                  cudaMemcpyHostToDevice, s));
+  const int32_t* d_lo = ranged ? ints_.as<int32_t>() + 5 * N + 2 : nullptr;
+  const int32_t* d_hi = ranged ? d_lo + N : nullptr;
   const int32_t* d_tok = ints_.as<int32_t>();
   const int32_t* d_tgt = d_tok + N;
   const int32_t* d_uniq = d_tok + 2 * N;
@@ -375,8 +387,8 @@ StepStats CudaTrainBackend::Step(const Batch& batch, bool train, uint64_t seed,
   ctx_.Gemm(false, false, int(N), V, H, 1.0f, in, H, P(off_dw), V, 0.0f, logits, V);
   float* rows = rows_.as();
   const float scale = count > 0 ? float(1.0 / count) : 0.0f;
-  cuda::SoftmaxCrossEntropy(logits, P(off_db), d_tgt, weights_.as(), int(N), V, train, scale, rows,
-                            rows + N, s);
+  cuda::SoftmaxCrossEntropy(logits, P(off_db), d_tgt, weights_.as(), d_lo, d_hi, int(N), V, train,
+                            scale, rows, rows + N, s);
   float* h_rows = h_w + N;
   DS_CUDA_CHECK(cudaMemcpyAsync(h_rows, rows, 2 * N * 4, cudaMemcpyDeviceToHost, s));
 

@@ -239,19 +239,21 @@ __device__ __forceinline__ void BlockArgMax(float& v, int& idx, float* sv, int* 
 
 __global__ void __launch_bounds__(kThreads)
     SoftmaxXentKernel(float* __restrict__ logits, const float* __restrict__ bias,
-                      const int32_t* __restrict__ targets, const float* __restrict__ weights, int V,
+                      const int32_t* __restrict__ targets, const float* __restrict__ weights,
+                      const int32_t* __restrict__ lo, const int32_t* __restrict__ hi, int V,
                       bool want_grad, float grad_scale, float* __restrict__ row_loss,
                       float* __restrict__ row_correct) {
   __shared__ float sv[kThreads / 32];
   __shared__ int si[kThreads / 32];
   int r = blockIdx.x;
   float* l = logits + size_t(r) * V;
+  const int j0 = lo ? lo[r] : 0, j1 = hi ? hi[r] : V;  // legal ids
   float m = -FLT_MAX;
   int am = INT_MAX;
-  for (int j = threadIdx.x; j < V; j += kThreads) MaxPair(m, am, l[j] + bias[j], j);
+  for (int j = j0 + threadIdx.x; j < j1; j += kThreads) MaxPair(m, am, l[j] + bias[j], j);
   BlockArgMax(m, am, sv, si);
   float s = 0;
-  for (int j = threadIdx.x; j < V; j += kThreads) s += expf(l[j] + bias[j] - m);
+  for (int j = j0 + threadIdx.x; j < j1; j += kThreads) s += expf(l[j] + bias[j] - m);
   s = BlockSum(s, sv);
   int tgt = targets[r];
   float w = weights ? weights[r] : 1.0f;
@@ -264,6 +266,10 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();  // l[tgt] was read above
     float k = grad_scale * w, inv = 1.0f / s;
     for (int j = threadIdx.x; j < V; j += kThreads) {
+      if (j < j0 || j >= j1) {  // masked: -inf logit, probability 0
+        l[j] = 0.0f;
+        continue;
+      }
       float p = expf(l[j] + bias[j] - m) * inv;
       l[j] = k * (p - (j == tgt ? 1.0f : 0.0f));
     }
@@ -449,11 +455,12 @@ void GruCellInfer(const float* a, const float* u, const float* bias, const int32
 }
 
 void SoftmaxCrossEntropy(float* logits, const float* bias, const int32_t* targets,
-                         const float* weights, int N, int V, bool want_grad, float grad_scale,
-                         float* row_loss, float* row_correct, Stream stream) {
+                         const float* weights, const int32_t* lo, const int32_t* hi, int N, int V,
+                         bool want_grad, float grad_scale, float* row_loss, float* row_correct,
+                         Stream stream) {
   if (N == 0) return;
-  SoftmaxXentKernel<<<N, kThreads, 0, stream>>>(logits, bias, targets, weights, V, want_grad,
-                                                grad_scale, row_loss, row_correct);
+  SoftmaxXentKernel<<<N, kThreads, 0, stream>>>(logits, bias, targets, weights, lo, hi, V,
+                                                want_grad, grad_scale, row_loss, row_correct);
   DS_CUDA_CHECK_LAUNCH();
 }
 

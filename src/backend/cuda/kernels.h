@@ -75,9 +75,13 @@ void GruCellBackward(const float* gates, const float* u, const float* h_prev, co
 // row_loss[r] = w_r * CE_r and row_correct[r] = w_r * [argmax_r == target_r]
 // (argmax: the lowest index among equal maxima). With want_grad, overwrites
 // logits with dL/dlogits = grad_scale * w_r * (softmax_r - onehot(target_r)).
+// lo, hi [N] (both nullptr = the whole vocabulary): row r's softmax runs over
+// ids [lo_r, hi_r) only (the logits outside count as -inf: their dlogits are
+// 0 and they never win the argmax), the "legal" loss of model/network.h.
 void SoftmaxCrossEntropy(float* logits, const float* bias, const int32_t* targets,
-                         const float* weights, int N, int V, bool want_grad, float grad_scale,
-                         float* row_loss, float* row_correct, Stream stream);
+                         const float* weights, const int32_t* lo, const int32_t* hi, int N, int V,
+                         bool want_grad, float grad_scale, float* row_loss, float* row_correct,
+                         Stream stream);
 
 // Embedding gradient without atomics (deterministic): token uniq[u] gets
 // dtable[uniq[u], :] = sum over p in [offsets[u], offsets[u+1]) of
