@@ -188,11 +188,13 @@ Result<StepStats> DataParallel::SumStats(const std::vector<StepStats>& mine,
 }
 
 Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
-                                     uint64_t dropout_seed) {
+                                     uint64_t dropout_seed, const OptimizerConfig& opt,
+                                     int64_t step, bool rank0_cancel) {
   DS_RETURN_IF_ERROR(error_);
   if (!node_tried_) {  // collective: every rank's first step
     node_tried_ = true;
     DS_ASSIGN_OR_RETURN(node_, NodeSum::Make(params_, shards_));
+    grad_.resize(node_ ? 0 : params_);
   }
   const int k_total = std::min(shards_, global.batch);
   sum_.Begin(params_, k_total);
@@ -223,7 +225,24 @@ Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
   auto c0 = Clock::now();
   StepStats total;
   if (node_) {
-    DS_ASSIGN_OR_RETURN(total, node_->Reduce(k_total, grad_.data()));
+    // ZeRO-1: the sum and the optimizer on this rank's slice only, the
+    // updated weights gathered through shared memory.
+    const size_t lo = SliceBegin(params_, Rank(), Size()), hi = SliceBegin(params_, Rank() + 1, Size());
+    grad_.resize(hi - lo);
+    bool flag = rank0_cancel;
+    DS_ASSIGN_OR_RETURN(total, node_->ReduceSlice(k_total, grad_.data(), &flag));
+    carried_ = true;
+    cancel_ = flag;
+    const OptimizerRange range{lo, hi, grad_.data(), node_->Slice()};
+    OptimizerConfig sliced = opt;
+    sliced.range = &range;
+    {
+      Timed timed(Phase::kOptimizer);
+      backend.ApplyOptimizer(sliced, step);
+    }
+    DS_ASSIGN_OR_RETURN(const float* weights, node_->Gather());
+    Timed timed(Phase::kAllreduce);
+    backend.SetParams(weights);
   } else {
     double max;
     {
@@ -232,10 +251,12 @@ Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
     }
     DS_ASSIGN_OR_RETURN(total, SumStats(mine, ids, k_total, &max));
     DS_RETURN_IF_ERROR(sum_.ReduceWithMax(max, std::max(total.count, 1.0), grad_.data()));
+    backend.SetGrads(grad_.data());
+    Timed timed(Phase::kOptimizer);
+    backend.ApplyOptimizer(opt, step);
   }
   comm_seconds_ += Since(c0);
   comm_cpu_ += CpuNow() - cpu1;
-  backend.SetGrads(grad_.data());
   return total;
 }
 
@@ -296,6 +317,28 @@ bool DataParallel::FillIn(std::vector<StepStats>* per, bool rank0_cancelled) {
   return all.back() > 0;
 }
 
+bool DataParallel::Cancel(bool rank0_value) {
+  if (!carried_) return Decide(rank0_value);
+  carried_ = false;
+  return cancel_;
+}
+
+Status DataParallel::GatherOptimizerState(std::vector<float>* state) {
+  if (!node_) return Status::Ok();
+  if (state->size() != 2 * params_)
+    return DS_ERR(kInternal, "optimizer state of {} floats for {} parameters ({})", state->size(),
+                  params_, Where());
+  std::vector<size_t> begin(size_t(Size()) + 1);
+  for (int r = 0; r <= Size(); ++r) begin[size_t(r)] = SliceBegin(params_, r, Size());
+  DS_RETURN_IF_ERROR(AllgatherSlices(state->data(), begin));
+  return AllgatherSlices(state->data() + params_, begin);
+}
+
+size_t SliceBegin(size_t n, int r, int ranks) {
+  if (r >= ranks) return n;
+  return std::min(n, n * size_t(r) / size_t(ranks) / 16 * 16);
+}
+
 bool DataParallel::Decide(bool rank0_value) {
   uint8_t v = rank0_value ? 1 : 0;
   Timed timed(Phase::kWait);
@@ -308,7 +351,7 @@ std::string DataParallel::Report() const {
   return fmt::format(
       "mpi: {} ranks, {} shards per global batch, summed {}; gradient sums took {:.1f}% of the "
       "step time ({:.2f}s of {:.2f}s on rank {}; CPU: shard steps {:.2f}s, sums {:.2f}s)",
-      Size(), shards_, node_ ? "in shared memory (one host)" : "by MPI_Allreduce", total > 0 ? 100.0 * comm_seconds_ / total : 0.0, comm_seconds_, total,
+      Size(), shards_, node_ ? "in shared memory (one host), optimizer sharded over the ranks" : "by MPI_Allreduce", total > 0 ? 100.0 * comm_seconds_ / total : 0.0, comm_seconds_, total,
       Rank(), step_cpu_, comm_cpu_);
 }
 

@@ -83,10 +83,23 @@ class DataParallel {
   // nullptr unless Active() (mpirun with more than one rank).
   static std::unique_ptr<DataParallel> Make(int shards, size_t params);
 
-  // A training step over the global batch: this rank's shards through the
-  // backend, the exact sum of all shards' gradients left in the backend's
-  // grads, the global statistics returned.
-  Result<StepStats> Step(TrainBackend& backend, const Batch& global, uint64_t dropout_seed);
+  // A training step over the global batch and the optimizer update: this
+  // rank's shards through the backend, the exact sum of all shards'
+  // gradients, then `opt` at `step` (ApplyOptimizer), the global statistics
+  // returned. On one host (NodeSum) the optimizer is sharded: each rank
+  // updates its slice (SliceBegin) and the weights are gathered through
+  // shared memory; otherwise every rank updates every weight. Either way the
+  // backend holds the same weights on every rank. `rank0_cancel`: rank 0's
+  // Ctrl-C, carried to the next Cancel() on the shared-memory path.
+  Result<StepStats> Step(TrainBackend& backend, const Batch& global, uint64_t dropout_seed,
+                         const OptimizerConfig& opt, int64_t step, bool rank0_cancel);
+  // Rank 0's Ctrl-C on every rank: the value the last Step carried (once),
+  // else one broadcast (Decide).
+  bool Cancel(bool rank0_value);
+  // Collective: where the optimizer is sharded, every rank's slices of the
+  // state ([m, v]: 2 x params, the backends' layout) gathered into `state`,
+  // so that a checkpoint holds the whole state; a no-op otherwise.
+  Status GatherOptimizerState(std::vector<float>* state);
 
   // The DP-SGD step after rank 0 drew `ids` (the other ranks' ids are
   // replaced by rank 0's): the noisy mean clipped gradient left in the
@@ -128,7 +141,8 @@ class DataParallel {
 
   int shards_;
   size_t params_;
-  std::vector<float> grad_;
+  std::vector<float> grad_;  // the sum (allreduce path); this rank's slice of it (NodeSum)
+  bool carried_ = false, cancel_ = false;  // rank 0's Ctrl-C from the last Step
   ExactSum sum_;
   std::unique_ptr<NodeSum> node_;  // all ranks on one host (node_sum.h)
   bool node_tried_ = false;
@@ -146,6 +160,10 @@ Result<std::string> RankModelDir(const std::string& model_dir, bool resume);
 // kInternal naming `what` unless every rank holds the same values (the
 // network, the data's steps per epoch and the initial weights' checksum).
 Status CheckSame(const std::vector<int64_t>& values, const std::string& what);
+
+// The first parameter of rank r's slice of n (r = ranks: n): about n / ranks
+// each, starting on multiples of 16 floats (a cache line).
+size_t SliceBegin(size_t n, int r, int ranks);
 
 // Rows [lo, hi) of a batch.
 void SliceBatch(const Batch& b, int lo, int hi, Batch* out);
