@@ -155,6 +155,8 @@ class DataParallel {
 // `model_dir`; every other rank into a private scratch directory that only
 // keeps its own run going (removed afterwards), with a copy of model_dir's
 // files when resuming (the model directory must be readable by every rank).
+// The scratch directories are under DATASYNTH_MPI_SCRATCH, else /dev/shm
+// (1 GiB free), else $TMPDIR or /tmp.
 Result<std::string> RankModelDir(const std::string& model_dir, bool resume);
 
 // kInternal naming `what` unless every rank holds the same values (the
