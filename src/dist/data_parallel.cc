@@ -96,13 +96,17 @@ Status ExactSum::Reduce(double total_weight, float* out) {
   return ReduceWithMax(m, total_weight, out);
 }
 
-Status ExactSum::ReduceWithMax(double m, double total_weight, float* out) {
+Status ExactSum::ReduceWithMax(double m, double total_weight, float* out,
+                               const std::vector<size_t>* slices) {
+  // slices: this rank's [lo, hi) of the sum only (MPI_Reduce_scatter), into out[0, hi - lo).
+  const size_t lo = slices ? (*slices)[size_t(Rank())] : 0;
+  const size_t hi = slices ? (*slices)[size_t(Rank()) + 1] : n_;
   if (!std::isfinite(m)) {
-    std::fill(out, out + n_, std::numeric_limits<float>::quiet_NaN());
+    std::fill(out, out + (hi - lo), std::numeric_limits<float>::quiet_NaN());
     return Status::Ok();
   }
   if (m == 0) {
-    std::fill(out, out + n_, 0.0f);
+    std::fill(out, out + (hi - lo), 0.0f);
     return Status::Ok();
   }
   // The integers of SumRange, summed over the ranks.
@@ -133,14 +137,16 @@ Status ExactSum::ReduceWithMax(double m, double total_weight, float* out) {
   }
   {
     Timed timed(Phase::kAllreduce);
-    if (NcclComm* nccl = SharedNccl())  // DATASYNTH_NCCL=1 with a GPU per rank
+    if (slices)
+      DS_RETURN_IF_ERROR(ReduceScatterSum(q_.data(), *slices));
+    else if (NcclComm* nccl = SharedNccl())  // DATASYNTH_NCCL=1 with a GPU per rank
       DS_RETURN_IF_ERROR(nccl->AllreduceSum(q_.data(), n_));
     else
       DS_RETURN_IF_ERROR(AllreduceSum(q_.data(), n_));
   }
   Timed timed(Phase::kFixed);
   const double back = std::ldexp(1.0, -shift) / total_weight;
-  for (size_t i = 0; i < n_; ++i) out[i] = float(double(q[i]) * back);
+  for (size_t i = lo; i < hi; ++i) out[i - lo] = float(double(q[i]) * back);
   return Status::Ok();
 }
 
@@ -195,7 +201,10 @@ Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
   if (!node_tried_) {  // collective: every rank's first step
     node_tried_ = true;
     DS_ASSIGN_OR_RETURN(node_, NodeSum::Make(params_, shards_));
-    grad_.resize(node_ ? 0 : params_);
+    sharded_ = node_ || !SharedNccl();
+    for (int r = 0; r <= Size(); ++r) slices_.push_back(SliceBegin(params_, r, Size()));
+    grad_.resize(sharded_ ? slices_[size_t(Rank()) + 1] - slices_[size_t(Rank())] : params_);
+    if (sharded_ && !node_) weights_.resize(params_);
   }
   const int k_total = std::min(shards_, global.batch);
   sum_.Begin(params_, k_total);
@@ -228,8 +237,7 @@ Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
   if (node_) {
     // ZeRO-1: the sum and the optimizer on this rank's slice only, the
     // updated weights gathered through shared memory.
-    const size_t lo = SliceBegin(params_, Rank(), Size()), hi = SliceBegin(params_, Rank() + 1, Size());
-    grad_.resize(hi - lo);
+    const size_t lo = slices_[size_t(Rank())], hi = slices_[size_t(Rank()) + 1];
     bool flag = rank0_cancel;
     DS_ASSIGN_OR_RETURN(total, node_->ReduceSlice(k_total, grad_.data(), &flag));
     carried_ = true;
@@ -251,10 +259,25 @@ Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
       max = sum_.LocalMax();
     }
     DS_ASSIGN_OR_RETURN(total, SumStats(mine, ids, k_total, &max));
-    DS_RETURN_IF_ERROR(sum_.ReduceWithMax(max, std::max(total.count, 1.0), grad_.data()));
-    backend.SetGrads(grad_.data());
-    Timed timed(Phase::kOptimizer);
-    backend.ApplyOptimizer(opt, step);
+    if (!sharded_) {  // NCCL: the whole sum on every rank, every weight updated
+      DS_RETURN_IF_ERROR(sum_.ReduceWithMax(max, std::max(total.count, 1.0), grad_.data()));
+      backend.SetGrads(grad_.data());
+      Timed timed(Phase::kOptimizer);
+      backend.ApplyOptimizer(opt, step);
+    } else {  // ZeRO-1 over MPI: reduce-scatter, the slice's update, allgather
+      const size_t lo = slices_[size_t(Rank())], hi = slices_[size_t(Rank()) + 1];
+      DS_RETURN_IF_ERROR(sum_.ReduceWithMax(max, std::max(total.count, 1.0), grad_.data(), &slices_));
+      const OptimizerRange range{lo, hi, grad_.data(), weights_.data() + lo};
+      OptimizerConfig sliced = opt;
+      sliced.range = &range;
+      {
+        Timed timed(Phase::kOptimizer);
+        backend.ApplyOptimizer(sliced, step);
+      }
+      Timed timed(Phase::kAllreduce);
+      DS_RETURN_IF_ERROR(AllgatherSlices(weights_.data(), slices_));
+      backend.SetParams(weights_.data());
+    }
   }
   comm_seconds_ += Since(c0);
   comm_cpu_ += CpuNow() - cpu1;
@@ -325,14 +348,12 @@ bool DataParallel::Cancel(bool rank0_value) {
 }
 
 Status DataParallel::GatherOptimizerState(std::vector<float>* state) {
-  if (!node_) return Status::Ok();
+  if (!sharded_) return Status::Ok();
   if (state->size() != 2 * params_)
     return DS_ERR(kInternal, "optimizer state of {} floats for {} parameters ({})", state->size(),
                   params_, Where());
-  std::vector<size_t> begin(size_t(Size()) + 1);
-  for (int r = 0; r <= Size(); ++r) begin[size_t(r)] = SliceBegin(params_, r, Size());
-  DS_RETURN_IF_ERROR(AllgatherSlices(state->data(), begin));
-  return AllgatherSlices(state->data() + params_, begin);
+  DS_RETURN_IF_ERROR(AllgatherSlices(state->data(), slices_));
+  return AllgatherSlices(state->data() + params_, slices_);
 }
 
 size_t SliceBegin(size_t n, int r, int ranks) {
@@ -352,7 +373,9 @@ std::string DataParallel::Report() const {
   return fmt::format(
       "mpi: {} ranks, {} shards per global batch, summed {}; gradient sums took {:.1f}% of the "
       "step time ({:.2f}s of {:.2f}s on rank {}; CPU: shard steps {:.2f}s, sums {:.2f}s)",
-      Size(), shards_, node_ ? "in shared memory (one host), optimizer sharded over the ranks" : "by MPI_Allreduce", total > 0 ? 100.0 * comm_seconds_ / total : 0.0, comm_seconds_, total,
+      Size(), shards_, node_      ? "in shared memory (one host), optimizer sharded over the ranks"
+      : sharded_ ? "by MPI_Reduce_scatter, optimizer sharded over the ranks (MPI_Allgatherv)"
+                 : "by MPI_Allreduce", total > 0 ? 100.0 * comm_seconds_ / total : 0.0, comm_seconds_, total,
       Rank(), step_cpu_, comm_cpu_);
 }
 

@@ -58,8 +58,11 @@ class ExactSum {
   // of its own (DataParallel: with the step statistics, one collective less
   // per step): this rank's max |w g| (infinity where a term is not finite),
   // then the sum given the max over all ranks.
+  // With `slices` (Size() + 1 offsets, SliceBegin): only this rank's slice
+  // [lo, hi) of the sum, into out[0, hi - lo), by MPI_Reduce_scatter.
   double LocalMax() const;
-  Status ReduceWithMax(double global_max, double total_weight, float* out);
+  Status ReduceWithMax(double global_max, double total_weight, float* out,
+                       const std::vector<size_t>* slices = nullptr);
 
   // The pieces, shared with NodeSum (node_sum.h): max |w g| over terms
   // (infinity where one is not finite); the scale exponent for a global max
@@ -86,10 +89,11 @@ class DataParallel {
   // A training step over the global batch and the optimizer update: this
   // rank's shards through the backend, the exact sum of all shards'
   // gradients, then `opt` at `step` (ApplyOptimizer), the global statistics
-  // returned. On one host (NodeSum) the optimizer is sharded: each rank
-  // updates its slice (SliceBegin) and the weights are gathered through
-  // shared memory; otherwise every rank updates every weight. Either way the
-  // backend holds the same weights on every rank. `rank0_cancel`: rank 0's
+  // returned. The optimizer is sharded (ZeRO-1): each rank updates its slice
+  // (SliceBegin) and the weights are gathered, through shared memory on one
+  // host (NodeSum), else by MPI_Reduce_scatter of the sum and MPI_Allgatherv
+  // of the weights; with NCCL every rank updates every weight. Either way
+  // the backend holds the same weights on every rank. `rank0_cancel`: rank 0's
   // Ctrl-C, carried to the next Cancel() on the shared-memory path.
   Result<StepStats> Step(TrainBackend& backend, const Batch& global, uint64_t dropout_seed,
                          const OptimizerConfig& opt, int64_t step, bool rank0_cancel);
@@ -141,7 +145,12 @@ class DataParallel {
 
   int shards_;
   size_t params_;
-  std::vector<float> grad_;  // the sum (allreduce path); this rank's slice of it (NodeSum)
+  // The optimizer is sharded on every path but NCCL's: rank r updates
+  // [slices_[r], slices_[r + 1]).
+  bool sharded_ = false;
+  std::vector<size_t> slices_;
+  std::vector<float> grad_;     // the sum, or this rank's slice of it (sharded)
+  std::vector<float> weights_;  // sharded over MPI: the gathered weights
   bool carried_ = false, cancel_ = false;  // rank 0's Ctrl-C from the last Step
   ExactSum sum_;
   std::unique_ptr<NodeSum> node_;  // all ranks on one host (node_sum.h)
