@@ -4,9 +4,11 @@
 // steps; batch_size is the GLOBAL batch. Each global batch is cut into K fixed
 // shards (config key mpi_shards, at most one per sequence); rank r computes
 // the gradients of shards r, r + N, ... and the shards' gradients are summed
-// EXACTLY (ExactSum: fixed point, integer MPI_Allreduce), so every rank
-// applies the same update, and the update is the same for every N <= K: the
-// weights are bitwise equal for 1, 2, 3, 4 ... ranks (they differ from a run
+// EXACTLY (ExactSum: fixed point, integer sums), and the update is the same
+// for every N <= K. The optimizer is sharded (ZeRO-1): rank r updates its
+// slice of the weights from its slice of the sum and the weights are
+// gathered (Step); elementwise optimizers make this the whole update bit for
+// bit: the weights are bitwise equal for 1, 2, 3, 4 ... ranks (they differ from a run
 // without mpirun, which takes the whole batch in one backend step: within
 // float rounding). The step statistics (loss, accuracy) are summed shard by
 // shard in shard order on every rank, so they do not depend on N either.
