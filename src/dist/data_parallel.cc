@@ -97,11 +97,18 @@ void ExactSum::SumRange(const std::vector<const float*>& g, const std::vector<do
       out[i] = float(double(int64_t(double(a[i]) * ca) + int64_t(double(b[i]) * cb)) * back);
     return;
   }
-  for (size_t i = lo; i < hi; ++i) {
-    int64_t v = 0;
-    for (size_t k = 0; k < nt; ++k) v += int64_t(double(g[k][i]) * c[k]);
-    out[i] = float(double(v) * back);
+  // Term by term into int64 accumulators (the inner loops vectorize; the
+  // integer sum does not depend on the order).
+  thread_local std::vector<int64_t> acc;
+  const size_t m = hi - lo;
+  acc.assign(m, 0);
+  int64_t* q = acc.data();
+  for (size_t k = 0; k < nt; ++k) {
+    const float* t = g[k] + lo;
+    const double ck = c[k];
+    for (size_t j = 0; j < m; ++j) q[j] += int64_t(double(t[j]) * ck);
   }
+  for (size_t j = 0; j < m; ++j) out[lo + j] = float(double(q[j]) * back);
 }
 
 Status ExactSum::Reduce(double total_weight, float* out) {
@@ -141,11 +148,12 @@ Status ExactSum::ReduceWithMax(double m, double total_weight, float* out,
       std::fill(q, q + n_, 0);
     } else if (nt == 1) {
       for (size_t i = 0; i < n_; ++i) q[i] = int64_t(double(g[0][i]) * c[0]);
-    } else {
-      for (size_t i = 0; i < n_; ++i) {
-        int64_t v = 0;
-        for (size_t k = 0; k < nt; ++k) v += int64_t(double(g[k][i]) * c[k]);
-        q[i] = v;
+    } else {  // term by term (vectorizes; the integer sum does not depend on the order)
+      for (size_t i = 0; i < n_; ++i) q[i] = int64_t(double(g[0][i]) * c[0]);
+      for (size_t k = 1; k < nt; ++k) {
+        const float* t = g[k];
+        const double ck = c[k];
+        for (size_t i = 0; i < n_; ++i) q[i] += int64_t(double(t[i]) * ck);
       }
     }
   }
