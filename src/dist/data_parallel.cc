@@ -392,12 +392,13 @@ bool DataParallel::Decide(bool rank0_value) {
 
 std::string DataParallel::Report() const {
   const double total = step_seconds_ + comm_seconds_;
+  const char* path = node_      ? "in shared memory (one host), optimizer sharded over the ranks"
+                     : sharded_ ? "by MPI_Reduce_scatter, optimizer sharded over the ranks (MPI_Allgatherv)"
+                                : "by MPI_Allreduce";
   return fmt::format(
       "mpi: {} ranks, {} shards per global batch, summed {}; gradient sums took {:.1f}% of the "
       "step time ({:.2f}s of {:.2f}s on rank {}; CPU: shard steps {:.2f}s, sums {:.2f}s)",
-      Size(), shards_, node_      ? "in shared memory (one host), optimizer sharded over the ranks"
-      : sharded_ ? "by MPI_Reduce_scatter, optimizer sharded over the ranks (MPI_Allgatherv)"
-                 : "by MPI_Allreduce", total > 0 ? 100.0 * comm_seconds_ / total : 0.0, comm_seconds_, total,
+      Size(), shards_, path, total > 0 ? 100.0 * comm_seconds_ / total : 0.0, comm_seconds_, total,
       Rank(), step_cpu_, comm_cpu_);
 }
 
