@@ -11,6 +11,8 @@
 #
 # -s, --short: 1 epoch of char and 3 of field, 1 repeat (about 3 minutes on an
 # idle machine); default: 3 epochs of char, 10 of field, 3 repeats.
+# FIELD_ARGS (environment): more arguments for the field workload, e.g.
+# FIELD_ARGS="--rnn-units 64" for a cheaper step (the fixed costs weigh more).
 #
 # Per workload, REPEATS times, alternately:
 #   one     taskset -c 1 datasynth train --threads 1               (no mpirun)
@@ -59,7 +61,7 @@ args() {  # WORKLOAD: its training arguments
     char) epochs=$((SHORT ? 1 : 3))
           echo --tokenizer char --num-layers 2 --rnn-units 256 --embedding-dim 256 \
                --batch-size 64 --seq-length 100 --epochs $epochs ;;
-    field) epochs=$((SHORT ? 3 : 10)); echo --epochs $epochs ;;
+    field) epochs=$((SHORT ? 3 : 10)); echo --epochs $epochs ${FIELD_ARGS:-} ;;
   esac
 }
 epochs_of() { args "$1" | grep -o -- '--epochs [0-9]*' | cut -d' ' -f2; }
@@ -144,22 +146,26 @@ for wl in epochs:
                     f"{p} {ph[p][0]:.2f}/{ph[p][1]:.2f}" for p in PHASES[:-1] if p in ph) +
                       f", other {ph['other'][0]:.2f} of {ph['total'][0]:.2f}")
     # Cost model at 8..256 ranks (docs/scale.md) from the 1-rank shard path:
-    # per-rank batch fixed (the global batch grows with N), ring allreduce of
-    # the int64 buffer (8 bytes per parameter) + one small allreduce (the
-    # statistics and the scale: 2 log2 N alpha) + the local fixed-point work;
-    # the optimizer step (every rank runs it) counts as compute, nothing overlaps.
+    # per-rank batch fixed (the global batch grows with N), the sharded
+    # optimizer's ring reduce-scatter of the int64 sum (8 bytes per parameter)
+    # and allgather of the float32 weights (4 bytes): (N-1)/N x 12 P bytes and
+    # 2 (N-1) alpha, + one small allreduce (the statistics and the scale:
+    # 2 log2 N alpha) + the local fixed-point work; the optimizer (1/N of the
+    # weights per rank) counts as compute, nothing overlaps.
     ph = phases(wl, "mpi1", 0)
-    t_c = (ph["shard steps"][0] + ph["optimizer"][0]) / steps
+    t_s, t_o = ph["shard steps"][0] / steps, ph["optimizer"][0] / steps
     t_q = ph["fixed point"][0] / steps
-    S = 8 * params
-    print(f"  cost model inputs (mpi1, wall per step): compute {1e3 * t_c:.2f} ms (shard steps + "
-          f"optimizer), fixed point {1e3 * t_q:.2f} ms, {S / 1e6:.1f} MB of int64 per allreduce")
-    print("   ranks | link     | allreduce | step     | efficiency | speed-up")
+    S = 12 * params
+    print(f"  cost model inputs (mpi1, wall per step): shard steps {1e3 * t_s:.2f} ms, optimizer "
+          f"{1e3 * t_o:.2f} ms (/N), fixed point {1e3 * t_q:.2f} ms, {S / 1e6:.1f} MB per "
+          f"reduce-scatter + allgather")
+    print("   ranks | link     | sum+gather | step     | efficiency | speed-up")
     for gbps, alpha in ((10, 25e-6), (100, 5e-6)):
         bw = gbps * 1e9 / 8
         for k in (8, 32, 64, 256):
-            t_ar = 2 * (k - 1) / k * S / bw + 2 * (k - 1) * alpha + 2 * (k - 1).bit_length() * alpha + t_q
-            eff = t_c / (t_c + t_ar)
+            t_c = t_s + t_o / k
+            t_ar = (k - 1) / k * S / bw + 2 * (k - 1) * alpha + 2 * (k - 1).bit_length() * alpha + t_q
+            eff = (t_s + t_o) / (t_c + t_ar)  # against one rank running the whole optimizer
             print(f"   {k:5d} | {gbps:3d} Gb/s | {1e3 * t_ar:7.1f} ms | {1e3 * (t_c + t_ar):6.1f} ms | "
                   f"{100 * eff:8.1f} % | {k * eff:7.1f}x")
 PY

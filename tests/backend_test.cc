@@ -274,6 +274,56 @@ TEST_P(BackendTest, Optimizer) {
   ExpectClose(b, a, 0, 0, "params after restored state");
 }
 
+// The optimizer on slices (mpirun's sharded optimizer, src/dist): slices that
+// cover [0, total), at boundaries off the vector width, give the weights and
+// state of the whole update bit for bit; each slice's params are copied out
+// and the rest is untouched.
+TEST_P(BackendTest, OptimizerOnSlices) {
+  NetworkSpec spec = Spec(13, 4, 3, 2, 0.0f);
+  for (std::string name : {"rmsprop", "adam"}) {
+    auto whole = MakeTrain(Device(), spec, 2, 3), sliced = MakeTrain(Device(), spec, 2, 3);
+    const size_t n = whole->layout().total;
+    const std::vector<size_t> cut = {0, 7, n / 2 + 3, n / 2 + 3, n};  // one empty slice
+    std::vector<float> p = RandomParams(spec, 1);
+    whole->SetParams(p.data());
+    sliced->SetParams(p.data());
+    OptimizerConfig opt;
+    opt.name = name;
+    for (int step = 1; step <= 3; ++step) {
+      std::vector<float> g = RandomParams(spec, 100 + step, 1.0f), out(n, -7.0f);
+      whole->SetGrads(g.data());
+      whole->ApplyOptimizer(opt, step);
+      std::vector<float> before(n);
+      sliced->GetParams(before.data());
+      for (size_t c = 0; c + 1 < cut.size(); ++c) {
+        const OptimizerRange range{cut[c], cut[c + 1], g.data() + cut[c], out.data() + cut[c]};
+        OptimizerConfig o = opt;
+        o.range = &range;
+        sliced->ApplyOptimizer(o, step);
+        if (c == 0) {  // the first slice alone: the rest is untouched
+          std::vector<float> now(n);
+          sliced->GetParams(now.data());
+          EXPECT_TRUE(std::equal(now.begin() + long(cut[1]), now.end(), before.begin() + long(cut[1])))
+              << name;
+        }
+      }
+      std::vector<float> a(n), b(n);
+      whole->GetParams(a.data());
+      sliced->GetParams(b.data());
+      ExpectClose(b, a, 0, 0, name + " params on slices");
+      ExpectClose(out, a, 0, 0, name + " params copied out");
+    }
+    std::vector<float> sa = whole->GetOptimizerState(), sb = sliced->GetOptimizerState();
+    ExpectClose(sb, sa, 0, 0, name + " state on slices");
+  }
+  auto be = MakeTrain(Device(), spec, 2, 3);
+  std::vector<float> g(4), out(4);
+  const OptimizerRange bad{1, be->layout().total + 1, g.data(), out.data()};
+  OptimizerConfig o;
+  o.range = &bad;
+  EXPECT_THROW(be->ApplyOptimizer(o, 1), Error);
+}
+
 // Softmax cross-entropy, weights and accuracy: with Wd = 0 the logits are the
 // dense bias, so loss, accuracy and d/d(bias) have closed forms.
 TEST_P(BackendTest, SoftmaxCrossEntropy) {

@@ -3,7 +3,7 @@
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 # Every rank writes its scratch files (other ranks' model directories) here.
-export TMPDIR="$TMP"
+export TMPDIR="$TMP" DATASYNTH_MPI_SCRATCH="$TMP"
 MPIRUN=(mpirun --oversubscribe --bind-to none)
 # mpi_available: 0 when mpirun exists and this datasynth was built with MPI.
 mpi_available() {

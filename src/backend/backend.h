@@ -8,6 +8,7 @@
 // keeps parameters, gradients, optimizer state and activations resident.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -58,6 +59,18 @@ struct StepStats {
   double count = 0;     // sum_t w_t
 };
 
+// One slice of the flat parameter buffer for ApplyOptimizer (mpirun's
+// sharded optimizer, src/dist): only params [begin, end) and their optimizer
+// state are updated, from the gradient given here (not the backend's), and
+// the updated params of the slice are copied out. The optimizers are
+// elementwise, so slices that cover [0, total) give the weights of one
+// whole update bit for bit.
+struct OptimizerRange {
+  size_t begin = 0, end = 0;     // 0 <= begin <= end <= layout.total
+  const float* grads = nullptr;  // host [end - begin]
+  float* params_out = nullptr;   // host [end - begin]
+};
+
 struct OptimizerConfig {
   std::string name = "rmsprop";  // "rmsprop" (Keras semantics) or "adam"
   float learning_rate = 0.01f;
@@ -65,6 +78,7 @@ struct OptimizerConfig {
   float beta1 = 0.9f;     // Adam
   float beta2 = 0.999f;   // Adam
   float epsilon = 1e-7f;  // Keras default
+  const OptimizerRange* range = nullptr;  // nullptr: every parameter, the backend's gradient
 };
 
 // Per-example gradient clipping for DP-SGD (privacy/). When set on a training
@@ -101,6 +115,7 @@ class TrainBackend {
                          const PerExampleClip* clip = nullptr) = 0;
 
   // params -= update(grads) for the configured optimizer; `step` counts from 1.
+  // With opt.range: that slice only (OptimizerRange).
   virtual void ApplyOptimizer(const OptimizerConfig& opt, int64_t step) = 0;
   // Optimizer state (for checkpoints / resume), host copy, any length.
   virtual std::vector<float> GetOptimizerState() const = 0;

@@ -200,6 +200,49 @@ Status AllreduceMax(double* data, size_t n) {
 #endif
 }
 
+Status ReduceScatterSum(int64_t* data, const std::vector<size_t>& begin) {
+#ifdef DATASYNTH_HAVE_MPI
+  if (!Active()) return Status::Ok();
+  if (begin.size() != size_t(Size()) + 1 || begin.back() > size_t(INT_MAX))
+    return DS_ERR(kInternal, "ReduceScatterSum: {} offsets for {} ranks, {} elements",
+                  begin.size(), Size(), begin.empty() ? 0 : begin.back());
+  const size_t ranks = begin.size() - 1, lo = begin[size_t(Rank())];
+  std::vector<int> count(ranks);
+  for (size_t r = 0; r < ranks; ++r) count[r] = int(begin[r + 1] - begin[r]);
+  std::vector<int64_t> mine(size_t(count[size_t(Rank())]));
+  DS_RETURN_IF_ERROR(Check(MPI_Reduce_scatter(data, mine.data(), count.data(), MPI_INT64_T,
+                                              MPI_SUM, MPI_COMM_WORLD),
+                           "MPI_Reduce_scatter"));
+  std::copy(mine.begin(), mine.end(), data + lo);
+#else
+  (void)data;
+  (void)begin;
+#endif
+  return Status::Ok();
+}
+
+Status AllgatherSlices(float* data, const std::vector<size_t>& begin) {
+#ifdef DATASYNTH_HAVE_MPI
+  if (!Active()) return Status::Ok();
+  if (begin.size() != size_t(Size()) + 1 || begin.back() > size_t(INT_MAX))
+    return DS_ERR(kInternal, "AllgatherSlices: {} offsets for {} ranks, {} elements", begin.size(),
+                  Size(), begin.empty() ? 0 : begin.back());
+  const size_t ranks = begin.size() - 1;
+  std::vector<int> count(ranks), at(ranks);
+  for (size_t r = 0; r < count.size(); ++r) {
+    at[r] = int(begin[r]);
+    count[r] = int(begin[r + 1] - begin[r]);
+  }
+  return Check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, count.data(), at.data(),
+                              MPI_FLOAT, MPI_COMM_WORLD),
+               "MPI_Allgatherv");
+#else
+  (void)data;
+  (void)begin;
+  return Status::Ok();
+#endif
+}
+
 Status SendString(const std::string& s, int to, int tag) {
 #ifdef DATASYNTH_HAVE_MPI
   if (s.size() > size_t(INT_MAX))

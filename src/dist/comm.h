@@ -81,6 +81,12 @@ Result<bool> Any(bool flag);
 Status AllreduceSum(int64_t* data, size_t n);
 Status AllreduceSum(double* data, size_t n);
 Status AllreduceMax(double* data, size_t n);
+// In place: the sum over the ranks of data[begin[r], begin[r + 1]) into
+// this rank r's elements of `data` (the others keep this rank's values).
+Status ReduceScatterSum(int64_t* data, const std::vector<size_t>& begin);
+// In place: rank r's elements [begin[r], begin[r + 1]) of `data` to every
+// rank (begin: Size() + 1 offsets, ascending; at most INT_MAX elements in all).
+Status AllgatherSlices(float* data, const std::vector<size_t>& begin);
 // Point to point (tabular batch jobs), strings of any length.
 Status SendString(const std::string& s, int to, int tag);
 Status RecvString(std::string* s, int from, int tag);

@@ -1,10 +1,12 @@
 #include "dist/data_parallel.h"
 
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <chrono>
 #include <cmath>
@@ -52,15 +54,21 @@ void ExactSum::Add(const float* g, double weight) {
 }
 
 double ExactSum::MaxOf(const float* g, size_t n, double weight) {
-  float mx = 0;
-  int bad = 0;
+  // max |g| on the bits: for |x| the float order is the order of the bits as
+  // integers, and NaN and infinity lie above every finite value (an integer
+  // max vectorizes; a float one, with its NaN rules, does not).
+  uint32_t mx = 0;
   for (size_t i = 0; i < n; ++i) {
-    const float a = std::fabs(g[i]);
-    mx = a > mx ? a : mx;
-    bad |= !(a <= std::numeric_limits<float>::max());  // NaN or infinite
+    uint32_t b;
+    std::memcpy(&b, g + i, sizeof b);
+    b &= 0x7fffffffu;
+    mx = b > mx ? b : mx;
   }
-  const double m = double(mx) * std::fabs(weight);
-  return bad || !std::isfinite(m) ? std::numeric_limits<double>::infinity() : m;
+  if (mx >= 0x7f800000u) return std::numeric_limits<double>::infinity();  // NaN or infinite
+  float f;
+  std::memcpy(&f, &mx, sizeof f);
+  const double m = double(f) * std::fabs(weight);
+  return !std::isfinite(m) ? std::numeric_limits<double>::infinity() : m;
 }
 
 double ExactSum::LocalMax() const {
@@ -82,11 +90,25 @@ void ExactSum::SumRange(const std::vector<const float*>& g, const std::vector<do
   std::vector<double> c(nt);
   for (size_t k = 0; k < nt; ++k) c[k] = std::ldexp(w[k], shift);
   const double back = std::ldexp(1.0, -shift) / total_weight;
-  for (size_t i = lo; i < hi; ++i) {
-    int64_t v = 0;
-    for (size_t k = 0; k < nt; ++k) v += int64_t(double(g[k][i]) * c[k]);
-    out[i] = float(double(v) * back);
+  if (nt == 2) {  // one shard per rank on 2 ranks (the loop vectorizes)
+    const float *a = g[0], *b = g[1];
+    const double ca = c[0], cb = c[1];
+    for (size_t i = lo; i < hi; ++i)
+      out[i] = float(double(int64_t(double(a[i]) * ca) + int64_t(double(b[i]) * cb)) * back);
+    return;
   }
+  // Term by term into int64 accumulators (the inner loops vectorize; the
+  // integer sum does not depend on the order).
+  thread_local std::vector<int64_t> acc;
+  const size_t m = hi - lo;
+  acc.assign(m, 0);
+  int64_t* q = acc.data();
+  for (size_t k = 0; k < nt; ++k) {
+    const float* t = g[k] + lo;
+    const double ck = c[k];
+    for (size_t j = 0; j < m; ++j) q[j] += int64_t(double(t[j]) * ck);
+  }
+  for (size_t j = 0; j < m; ++j) out[lo + j] = float(double(q[j]) * back);
 }
 
 Status ExactSum::Reduce(double total_weight, float* out) {
@@ -95,13 +117,17 @@ Status ExactSum::Reduce(double total_weight, float* out) {
   return ReduceWithMax(m, total_weight, out);
 }
 
-Status ExactSum::ReduceWithMax(double m, double total_weight, float* out) {
+Status ExactSum::ReduceWithMax(double m, double total_weight, float* out,
+                               const std::vector<size_t>* slices) {
+  // slices: this rank's [lo, hi) of the sum only (MPI_Reduce_scatter), into out[0, hi - lo).
+  const size_t lo = slices ? (*slices)[size_t(Rank())] : 0;
+  const size_t hi = slices ? (*slices)[size_t(Rank()) + 1] : n_;
   if (!std::isfinite(m)) {
-    std::fill(out, out + n_, std::numeric_limits<float>::quiet_NaN());
+    std::fill(out, out + (hi - lo), std::numeric_limits<float>::quiet_NaN());
     return Status::Ok();
   }
   if (m == 0) {
-    std::fill(out, out + n_, 0.0f);
+    std::fill(out, out + (hi - lo), 0.0f);
     return Status::Ok();
   }
   // The integers of SumRange, summed over the ranks.
@@ -122,24 +148,27 @@ Status ExactSum::ReduceWithMax(double m, double total_weight, float* out) {
       std::fill(q, q + n_, 0);
     } else if (nt == 1) {
       for (size_t i = 0; i < n_; ++i) q[i] = int64_t(double(g[0][i]) * c[0]);
-    } else {
-      for (size_t i = 0; i < n_; ++i) {
-        int64_t v = 0;
-        for (size_t k = 0; k < nt; ++k) v += int64_t(double(g[k][i]) * c[k]);
-        q[i] = v;
+    } else {  // term by term (vectorizes; the integer sum does not depend on the order)
+      for (size_t i = 0; i < n_; ++i) q[i] = int64_t(double(g[0][i]) * c[0]);
+      for (size_t k = 1; k < nt; ++k) {
+        const float* t = g[k];
+        const double ck = c[k];
+        for (size_t i = 0; i < n_; ++i) q[i] += int64_t(double(t[i]) * ck);
       }
     }
   }
   {
     Timed timed(Phase::kAllreduce);
-    if (NcclComm* nccl = SharedNccl())  // DATASYNTH_NCCL=1 with a GPU per rank
+    if (slices)
+      DS_RETURN_IF_ERROR(ReduceScatterSum(q_.data(), *slices));
+    else if (NcclComm* nccl = SharedNccl())  // DATASYNTH_NCCL=1 with a GPU per rank
       DS_RETURN_IF_ERROR(nccl->AllreduceSum(q_.data(), n_));
     else
       DS_RETURN_IF_ERROR(AllreduceSum(q_.data(), n_));
   }
   Timed timed(Phase::kFixed);
   const double back = std::ldexp(1.0, -shift) / total_weight;
-  for (size_t i = 0; i < n_; ++i) out[i] = float(double(q[i]) * back);
+  for (size_t i = lo; i < hi; ++i) out[i - lo] = float(double(q[i]) * back);
   return Status::Ok();
 }
 
@@ -188,11 +217,16 @@ Result<StepStats> DataParallel::SumStats(const std::vector<StepStats>& mine,
 }
 
 Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
-                                     uint64_t dropout_seed) {
+                                     uint64_t dropout_seed, const OptimizerConfig& opt,
+                                     int64_t step, bool rank0_cancel) {
   DS_RETURN_IF_ERROR(error_);
   if (!node_tried_) {  // collective: every rank's first step
     node_tried_ = true;
     DS_ASSIGN_OR_RETURN(node_, NodeSum::Make(params_, shards_));
+    sharded_ = node_ || !SharedNccl();
+    for (int r = 0; r <= Size(); ++r) slices_.push_back(SliceBegin(params_, r, Size()));
+    grad_.resize(sharded_ ? slices_[size_t(Rank()) + 1] - slices_[size_t(Rank())] : params_);
+    if (sharded_ && !node_) weights_.resize(params_);
   }
   const int k_total = std::min(shards_, global.batch);
   sum_.Begin(params_, k_total);
@@ -223,7 +257,23 @@ Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
   auto c0 = Clock::now();
   StepStats total;
   if (node_) {
-    DS_ASSIGN_OR_RETURN(total, node_->Reduce(k_total, grad_.data()));
+    // ZeRO-1: the sum and the optimizer on this rank's slice only, the
+    // updated weights gathered through shared memory.
+    const size_t lo = slices_[size_t(Rank())], hi = slices_[size_t(Rank()) + 1];
+    bool flag = rank0_cancel;
+    DS_ASSIGN_OR_RETURN(total, node_->ReduceSlice(k_total, grad_.data(), &flag));
+    carried_ = true;
+    cancel_ = flag;
+    const OptimizerRange range{lo, hi, grad_.data(), node_->Slice()};
+    OptimizerConfig sliced = opt;
+    sliced.range = &range;
+    {
+      Timed timed(Phase::kOptimizer);
+      backend.ApplyOptimizer(sliced, step);
+    }
+    DS_ASSIGN_OR_RETURN(const float* weights, node_->Gather());
+    Timed timed(Phase::kAllreduce);
+    backend.SetParams(weights);
   } else {
     double max;
     {
@@ -231,11 +281,28 @@ Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
       max = sum_.LocalMax();
     }
     DS_ASSIGN_OR_RETURN(total, SumStats(mine, ids, k_total, &max));
-    DS_RETURN_IF_ERROR(sum_.ReduceWithMax(max, std::max(total.count, 1.0), grad_.data()));
+    if (!sharded_) {  // NCCL: the whole sum on every rank, every weight updated
+      DS_RETURN_IF_ERROR(sum_.ReduceWithMax(max, std::max(total.count, 1.0), grad_.data()));
+      backend.SetGrads(grad_.data());
+      Timed timed(Phase::kOptimizer);
+      backend.ApplyOptimizer(opt, step);
+    } else {  // ZeRO-1 over MPI: reduce-scatter, the slice's update, allgather
+      const size_t lo = slices_[size_t(Rank())], hi = slices_[size_t(Rank()) + 1];
+      DS_RETURN_IF_ERROR(sum_.ReduceWithMax(max, std::max(total.count, 1.0), grad_.data(), &slices_));
+      const OptimizerRange range{lo, hi, grad_.data(), weights_.data() + lo};
+      OptimizerConfig sliced = opt;
+      sliced.range = &range;
+      {
+        Timed timed(Phase::kOptimizer);
+        backend.ApplyOptimizer(sliced, step);
+      }
+      Timed timed(Phase::kAllreduce);
+      DS_RETURN_IF_ERROR(AllgatherSlices(weights_.data(), slices_));
+      backend.SetParams(weights_.data());
+    }
   }
   comm_seconds_ += Since(c0);
   comm_cpu_ += CpuNow() - cpu1;
-  backend.SetGrads(grad_.data());
   return total;
 }
 
@@ -296,6 +363,26 @@ bool DataParallel::FillIn(std::vector<StepStats>* per, bool rank0_cancelled) {
   return all.back() > 0;
 }
 
+bool DataParallel::Cancel(bool rank0_value) {
+  if (!carried_) return Decide(rank0_value);
+  carried_ = false;
+  return cancel_;
+}
+
+Status DataParallel::GatherOptimizerState(std::vector<float>* state) {
+  if (!sharded_) return Status::Ok();
+  if (state->size() != 2 * params_)
+    return DS_ERR(kInternal, "optimizer state of {} floats for {} parameters ({})", state->size(),
+                  params_, Where());
+  DS_RETURN_IF_ERROR(AllgatherSlices(state->data(), slices_));
+  return AllgatherSlices(state->data() + params_, slices_);
+}
+
+size_t SliceBegin(size_t n, int r, int ranks) {
+  if (r >= ranks) return n;
+  return std::min(n, n * size_t(r) / size_t(ranks) / 16 * 16);
+}
+
 bool DataParallel::Decide(bool rank0_value) {
   uint8_t v = rank0_value ? 1 : 0;
   Timed timed(Phase::kWait);
@@ -305,18 +392,35 @@ bool DataParallel::Decide(bool rank0_value) {
 
 std::string DataParallel::Report() const {
   const double total = step_seconds_ + comm_seconds_;
+  const char* path = node_      ? "in shared memory (one host), optimizer sharded over the ranks"
+                     : sharded_ ? "by MPI_Reduce_scatter, optimizer sharded over the ranks (MPI_Allgatherv)"
+                                : "by MPI_Allreduce";
   return fmt::format(
       "mpi: {} ranks, {} shards per global batch, summed {}; gradient sums took {:.1f}% of the "
       "step time ({:.2f}s of {:.2f}s on rank {}; CPU: shard steps {:.2f}s, sums {:.2f}s)",
-      Size(), shards_, node_ ? "in shared memory (one host)" : "by MPI_Allreduce", total > 0 ? 100.0 * comm_seconds_ / total : 0.0, comm_seconds_, total,
+      Size(), shards_, path, total > 0 ? 100.0 * comm_seconds_ / total : 0.0, comm_seconds_, total,
       Rank(), step_cpu_, comm_cpu_);
 }
 
+// Where the other ranks' scratch model directories go: DATASYNTH_MPI_SCRATCH,
+// else /dev/shm (memory: a rank's epoch files would otherwise wait on the
+// disk's fsyncs beside rank 0's, for files nobody reads) when it is writable
+// with at least 1 GiB free, else $TMPDIR or /tmp.
+namespace {
+std::string ScratchRoot() {
+  if (const char* e = std::getenv("DATASYNTH_MPI_SCRATCH"); e && *e) return e;
+  struct statvfs fs;
+  if (::access("/dev/shm", W_OK) == 0 && ::statvfs("/dev/shm", &fs) == 0 &&
+      double(fs.f_bavail) * double(fs.f_frsize) >= double(1 << 30))
+    return "/dev/shm";
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp && *tmp ? tmp : "/tmp";
+}
+}  // namespace
+
 Result<std::string> RankModelDir(const std::string& model_dir, bool resume) {
   if (!Active() || Rank() == 0) return model_dir;
-  const char* tmp = std::getenv("TMPDIR");
-  std::string dir = fmt::format("{}/datasynth-rank{}-{}", tmp && *tmp ? tmp : "/tmp", Rank(),
-                                ::getpid());
+  std::string dir = fmt::format("{}/datasynth-rank{}-{}", ScratchRoot(), Rank(), ::getpid());
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   std::filesystem::create_directories(dir, ec);

@@ -4,9 +4,11 @@
 // steps; batch_size is the GLOBAL batch. Each global batch is cut into K fixed
 // shards (config key mpi_shards, at most one per sequence); rank r computes
 // the gradients of shards r, r + N, ... and the shards' gradients are summed
-// EXACTLY (ExactSum: fixed point, integer MPI_Allreduce), so every rank
-// applies the same update, and the update is the same for every N <= K: the
-// weights are bitwise equal for 1, 2, 3, 4 ... ranks (they differ from a run
+// EXACTLY (ExactSum: fixed point, integer sums), and the update is the same
+// for every N <= K. The optimizer is sharded (ZeRO-1): rank r updates its
+// slice of the weights from its slice of the sum and the weights are
+// gathered (Step); elementwise optimizers make this the whole update bit for
+// bit: the weights are bitwise equal for 1, 2, 3, 4 ... ranks (they differ from a run
 // without mpirun, which takes the whole batch in one backend step: within
 // float rounding). The step statistics (loss, accuracy) are summed shard by
 // shard in shard order on every rank, so they do not depend on N either.
@@ -58,8 +60,11 @@ class ExactSum {
   // of its own (DataParallel: with the step statistics, one collective less
   // per step): this rank's max |w g| (infinity where a term is not finite),
   // then the sum given the max over all ranks.
+  // With `slices` (Size() + 1 offsets, SliceBegin): only this rank's slice
+  // [lo, hi) of the sum, into out[0, hi - lo), by MPI_Reduce_scatter.
   double LocalMax() const;
-  Status ReduceWithMax(double global_max, double total_weight, float* out);
+  Status ReduceWithMax(double global_max, double total_weight, float* out,
+                       const std::vector<size_t>* slices = nullptr);
 
   // The pieces, shared with NodeSum (node_sum.h): max |w g| over terms
   // (infinity where one is not finite); the scale exponent for a global max
@@ -83,10 +88,24 @@ class DataParallel {
   // nullptr unless Active() (mpirun with more than one rank).
   static std::unique_ptr<DataParallel> Make(int shards, size_t params);
 
-  // A training step over the global batch: this rank's shards through the
-  // backend, the exact sum of all shards' gradients left in the backend's
-  // grads, the global statistics returned.
-  Result<StepStats> Step(TrainBackend& backend, const Batch& global, uint64_t dropout_seed);
+  // A training step over the global batch and the optimizer update: this
+  // rank's shards through the backend, the exact sum of all shards'
+  // gradients, then `opt` at `step` (ApplyOptimizer), the global statistics
+  // returned. The optimizer is sharded (ZeRO-1): each rank updates its slice
+  // (SliceBegin) and the weights are gathered, through shared memory on one
+  // host (NodeSum), else by MPI_Reduce_scatter of the sum and MPI_Allgatherv
+  // of the weights; with NCCL every rank updates every weight. Either way
+  // the backend holds the same weights on every rank. `rank0_cancel`: rank 0's
+  // Ctrl-C, carried to the next Cancel() on the shared-memory path.
+  Result<StepStats> Step(TrainBackend& backend, const Batch& global, uint64_t dropout_seed,
+                         const OptimizerConfig& opt, int64_t step, bool rank0_cancel);
+  // Rank 0's Ctrl-C on every rank: the value the last Step carried (once),
+  // else one broadcast (Decide).
+  bool Cancel(bool rank0_value);
+  // Collective: where the optimizer is sharded, every rank's slices of the
+  // state ([m, v]: 2 x params, the backends' layout) gathered into `state`,
+  // so that a checkpoint holds the whole state; a no-op otherwise.
+  Status GatherOptimizerState(std::vector<float>* state);
 
   // The DP-SGD step after rank 0 drew `ids` (the other ranks' ids are
   // replaced by rank 0's): the noisy mean clipped gradient left in the
@@ -128,7 +147,13 @@ class DataParallel {
 
   int shards_;
   size_t params_;
-  std::vector<float> grad_;
+  // The optimizer is sharded on every path but NCCL's: rank r updates
+  // [slices_[r], slices_[r + 1]).
+  bool sharded_ = false;
+  std::vector<size_t> slices_;
+  std::vector<float> grad_;     // the sum, or this rank's slice of it (sharded)
+  std::vector<float> weights_;  // sharded over MPI: the gathered weights
+  bool carried_ = false, cancel_ = false;  // rank 0's Ctrl-C from the last Step
   ExactSum sum_;
   std::unique_ptr<NodeSum> node_;  // all ranks on one host (node_sum.h)
   bool node_tried_ = false;
@@ -141,11 +166,17 @@ class DataParallel {
 // `model_dir`; every other rank into a private scratch directory that only
 // keeps its own run going (removed afterwards), with a copy of model_dir's
 // files when resuming (the model directory must be readable by every rank).
+// The scratch directories are under DATASYNTH_MPI_SCRATCH, else /dev/shm
+// (1 GiB free), else $TMPDIR or /tmp.
 Result<std::string> RankModelDir(const std::string& model_dir, bool resume);
 
 // kInternal naming `what` unless every rank holds the same values (the
 // network, the data's steps per epoch and the initial weights' checksum).
 Status CheckSame(const std::vector<int64_t>& values, const std::string& what);
+
+// The first parameter of rank r's slice of n (r = ranks: n): about n / ranks
+// each, starting on multiples of 16 floats (a cache line).
+size_t SliceBegin(size_t n, int r, int ranks);
 
 // Rows [lo, hi) of a batch.
 void SliceBatch(const Batch& b, int lo, int hi, Batch* out);

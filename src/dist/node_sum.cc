@@ -27,27 +27,64 @@ Status Check(int rc, const char* call) { return CheckMpi(rc, call); }
 
 }  // namespace
 
-// A rank's segment: [header: per local shard {loss, correct, count, max}]
-// [its shards' gradients: terms x params floats][its slice of the result].
+// A rank's segment: [header: per local shard {loss, correct, count, max},
+// then rank 0's flag][its shards' gradients: terms x params floats]. The
+// weights are a second window, contiguous over the ranks: rank r holds
+// [SliceBegin(r), SliceBegin(r + 1)).
 struct NodeSum::Impl {
   MPI_Comm node = MPI_COMM_NULL;
-  MPI_Win win = MPI_WIN_NULL;
+  MPI_Win win = MPI_WIN_NULL, pwin = MPI_WIN_NULL;
   size_t params = 0, terms = 0, header = 0;  // header in doubles
-  bool locked = false;
+  bool locked = false, plocked = false;
   std::vector<char*> seg;                    // every rank's segment
+  float* weights = nullptr;                  // [params], shared
+  std::vector<size_t> begin;                 // SliceBegin of every rank, and params
 
   double* Header(int rank) const { return reinterpret_cast<double*>(seg[size_t(rank)]); }
   float* TermOf(int rank, size_t j) const {
     return reinterpret_cast<float*>(seg[size_t(rank)] + header * sizeof(double)) + j * params;
   }
-  float* Out(int rank) const { return TermOf(rank, terms); }
   // Every rank's writes before it visible to every rank after it.
   Status Sync() {
     DS_RETURN_IF_ERROR(Check(MPI_Win_sync(win), "MPI_Win_sync"));
+    DS_RETURN_IF_ERROR(Check(MPI_Win_sync(pwin), "MPI_Win_sync"));
     MPI_Request req;
     DS_RETURN_IF_ERROR(Check(MPI_Ibarrier(node, &req), "MPI_Ibarrier"));
     DS_RETURN_IF_ERROR(Wait(&req, "MPI_Ibarrier"));
-    return Check(MPI_Win_sync(win), "MPI_Win_sync");
+    DS_RETURN_IF_ERROR(Check(MPI_Win_sync(win), "MPI_Win_sync"));
+    return Check(MPI_Win_sync(pwin), "MPI_Win_sync");
+  }
+  // The weights window; false (on every rank) where shared memory is short.
+  Result<bool> AllocateWeights() {
+    begin.resize(size_t(Size()) + 1);
+    for (int r = 0; r <= Size(); ++r) begin[size_t(r)] = SliceBegin(params, r, Size());
+    const size_t mine = begin[size_t(Rank()) + 1] - begin[size_t(Rank())];
+    void* base = nullptr;
+    const int rc = MPI_Win_allocate_shared(MPI_Aint(mine * sizeof(float)), sizeof(float),
+                                           MPI_INFO_NULL, node, &base, &pwin);
+    DS_ASSIGN_OR_RETURN(bool failed, Any(rc != MPI_SUCCESS));
+    if (failed) {
+      if (rc != MPI_SUCCESS) pwin = MPI_WIN_NULL;
+      return false;
+    }
+    MPI_Win_set_errhandler(pwin, MPI_ERRORS_RETURN);
+    DS_RETURN_IF_ERROR(Check(MPI_Win_lock_all(MPI_MODE_NOCHECK, pwin), "MPI_Win_lock_all"));
+    plocked = true;
+    MPI_Aint size = 0;
+    int unit = 0;
+    void* p0 = nullptr;
+    DS_RETURN_IF_ERROR(Check(MPI_Win_shared_query(pwin, 0, &size, &unit, &p0), "MPI_Win_shared_query"));
+    weights = static_cast<float*>(p0);
+    // Contiguous by default (MPI 3: rank r's memory follows rank r - 1's);
+    // checked, so that the weights are one [params] buffer.
+    bool apart = false;
+    for (int r = 1; r < Size(); ++r) {
+      void* p = nullptr;
+      DS_RETURN_IF_ERROR(Check(MPI_Win_shared_query(pwin, r, &size, &unit, &p), "MPI_Win_shared_query"));
+      apart |= size > 0 && static_cast<float*>(p) != weights + begin[size_t(r)];
+    }
+    DS_ASSIGN_OR_RETURN(bool any_apart, Any(apart));
+    return !any_apart;
   }
 };
 
@@ -67,8 +104,8 @@ Result<std::unique_ptr<NodeSum>> NodeSum::Make(size_t params, int shards) {
   if (split) return std::unique_ptr<NodeSum>();
   m.params = params;
   m.terms = size_t((std::max(1, shards) + Size() - 1) / Size());
-  m.header = (4 * m.terms + 7) / 8 * 8;  // 64-byte aligned gradients
-  const size_t bytes = m.header * sizeof(double) + (m.terms + 1) * params * sizeof(float);
+  m.header = (4 * m.terms + 1 + 7) / 8 * 8;  // 64-byte aligned gradients
+  const size_t bytes = m.header * sizeof(double) + m.terms * params * sizeof(float);
   void* base = nullptr;
   const int rc = MPI_Win_allocate_shared(MPI_Aint(bytes), 1, MPI_INFO_NULL, m.node, &base, &m.win);
   // No shared memory for it on some rank (a small /dev/shm or session
@@ -89,14 +126,17 @@ Result<std::unique_ptr<NodeSum>> NodeSum::Make(size_t params, int shards) {
     DS_RETURN_IF_ERROR(Check(MPI_Win_shared_query(m.win, r, &size, &unit, &p), "MPI_Win_shared_query"));
     m.seg[size_t(r)] = static_cast<char*>(p);
   }
+  DS_ASSIGN_OR_RETURN(bool weights, m.AllocateWeights());
+  if (!weights) return std::unique_ptr<NodeSum>();
   return ns;
 }
 
 NodeSum::~NodeSum() {
   if (!impl_) return;
-  if (impl_->win != MPI_WIN_NULL) {
-    if (impl_->locked) MPI_Win_unlock_all(impl_->win);
-    MPI_Win_free(&impl_->win);
+  for (auto [w, locked] : {std::pair{&impl_->win, impl_->locked}, {&impl_->pwin, impl_->plocked}}) {
+    if (*w == MPI_WIN_NULL) continue;
+    if (locked) MPI_Win_unlock_all(*w);
+    MPI_Win_free(w);
   }
   if (impl_->node != MPI_COMM_NULL) MPI_Comm_free(&impl_->node);
 }
@@ -112,12 +152,14 @@ void NodeSum::SetStats(int j, const StepStats& s) {
   h[3] = ExactSum::MaxOf(Term(j), impl_->params, s.count);
 }
 
-Result<StepStats> NodeSum::Reduce(int shards, float* out) {
+Result<StepStats> NodeSum::ReduceSlice(int shards, float* grad, bool* flag) {
   Impl& m = *impl_;
+  if (Rank() == 0) m.Header(0)[4 * m.terms] = *flag ? 1 : 0;
   {
     Timed timed(Phase::kWait);
     DS_RETURN_IF_ERROR(m.Sync());
   }
+  *flag = m.Header(0)[4 * m.terms] != 0;
   // Shard k is rank k % N's term k / N.
   StepStats total;
   double max = 0;
@@ -132,26 +174,27 @@ Result<StepStats> NodeSum::Reduce(int shards, float* out) {
     g[size_t(k)] = m.TermOf(k % Size(), size_t(k / Size()));
     w[size_t(k)] = h[2];
   }
-  const size_t n = m.params;
-  const size_t lo = n * size_t(Rank()) / size_t(Size()), hi = n * size_t(Rank() + 1) / size_t(Size());
-  float* mine = m.Out(Rank());
-  {
-    Timed timed(Phase::kFixed);
-    if (!std::isfinite(max))
-      std::fill(mine + lo, mine + hi, std::numeric_limits<float>::quiet_NaN());
-    else if (max == 0)
-      std::fill(mine + lo, mine + hi, 0.0f);
-    else
-      ExactSum::SumRange(g, w, ExactSum::Shift(max, shards), std::max(total.count, 1.0), lo, hi,
-                         mine);
-  }
-  Timed timed(Phase::kAllreduce);
-  DS_RETURN_IF_ERROR(m.Sync());
-  for (int r = 0; r < Size(); ++r) {
-    const size_t a = n * size_t(r) / size_t(Size()), b = n * size_t(r + 1) / size_t(Size());
-    std::memcpy(out + a, m.Out(r) + a, (b - a) * sizeof(float));
+  const size_t lo = m.begin[size_t(Rank())], hi = m.begin[size_t(Rank()) + 1];
+  Timed timed(Phase::kFixed);
+  if (!std::isfinite(max)) {
+    std::fill(grad, grad + (hi - lo), std::numeric_limits<float>::quiet_NaN());
+  } else if (max == 0) {
+    std::fill(grad, grad + (hi - lo), 0.0f);
+  } else {
+    // The slice of every term: SumRange into grad[0, hi - lo).
+    for (auto& p : g) p += lo;
+    ExactSum::SumRange(g, w, ExactSum::Shift(max, shards), std::max(total.count, 1.0), 0, hi - lo,
+                       grad);
   }
   return total;
+}
+
+float* NodeSum::Slice() { return impl_->weights + impl_->begin[size_t(Rank())]; }
+
+Result<const float*> NodeSum::Gather() {
+  Timed timed(Phase::kAllreduce);
+  DS_RETURN_IF_ERROR(impl_->Sync());
+  return static_cast<const float*>(impl_->weights);
 }
 
 #else
@@ -161,7 +204,9 @@ Result<std::unique_ptr<NodeSum>> NodeSum::Make(size_t, int) { return std::unique
 NodeSum::~NodeSum() = default;
 float* NodeSum::Term(int) { return nullptr; }
 void NodeSum::SetStats(int, const StepStats&) {}
-Result<StepStats> NodeSum::Reduce(int, float*) { return DS_ERR(kUnavailable, "no MPI"); }
+Result<StepStats> NodeSum::ReduceSlice(int, float*, bool*) { return DS_ERR(kUnavailable, "no MPI"); }
+float* NodeSum::Slice() { return nullptr; }
+Result<const float*> NodeSum::Gather() { return DS_ERR(kUnavailable, "no MPI"); }
 
 #endif
 

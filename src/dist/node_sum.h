@@ -8,11 +8,13 @@
 // backend writes its shards' gradients there directly, the statistics and the
 // local max beside them; after one barrier every rank converts ITS slice of
 // the elements of ALL shards to fixed point (the same integers as ExactSum:
-// trunc(w_k g_k 2^shift), summed exactly) and writes the float result into its
-// segment; after a second barrier every rank copies the whole result. The
-// integers are those of the MPI path, so the weights are bitwise the same
-// (tests/mpi_train_test.sh compares the two); the conversion work is divided
-// by N instead of repeated.
+// trunc(w_k g_k 2^shift), summed exactly), applies the optimizer to that slice
+// only (ZeRO-1: DataParallel::Step) and writes the updated weights into its
+// part of a second, contiguous shared buffer; after a second barrier every
+// rank copies the whole weights. The integers are those of the MPI path and
+// the optimizers are elementwise, so the weights are bitwise the same
+// (tests/mpi_train_test.sh compares the two); the conversion and the
+// optimizer work are divided by N instead of repeated.
 //
 // Used when mpirun started more than one rank and MPI_COMM_TYPE_SHARED spans
 // them all, unless DATASYNTH_MPI_SHM=0; otherwise (several hosts, NCCL, no MPI
@@ -40,9 +42,18 @@ class NodeSum {
   // gradient buffer ([params] floats, shared) and its statistics.
   float* Term(int j);
   void SetStats(int j, const StepStats& s);
-  // Collective: the statistics of the step's `shards` shards in shard order,
-  // and sum_k count_k g_k / sum_k count_k into out ([params]).
-  Result<StepStats> Reduce(int shards, float* out);
+  // Collective (the first barrier): the statistics of the step's `shards`
+  // shards in shard order, and this rank's slice [lo, hi) (SliceBegin) of
+  // sum_k count_k g_k / sum_k count_k into grad ([hi - lo]). `flag`: rank 0's
+  // value on every rank (its Ctrl-C, carried in its header).
+  Result<StepStats> ReduceSlice(int shards, float* grad, bool* flag);
+  // This rank's slice of the shared parameter buffer ([hi - lo]): where the
+  // sharded optimizer writes the updated weights.
+  float* Slice();
+  // Collective (the second barrier): every rank's slice written; the whole
+  // parameter buffer ([params], shared; read it before the next step's
+  // ReduceSlice).
+  Result<const float*> Gather();
 
  private:
   NodeSum() = default;

@@ -902,7 +902,8 @@ class TrainRun {
     StepStats sum;
     Batch batch;
     for (int64_t b = 0; b < steps; ++b) {
-      if (Rank0(Cancelled())) return Interrupted();  // the unfinished epoch is abandoned
+      // The unfinished epoch is abandoned (mpirun: rank 0's Ctrl-C, carried by the last step).
+      if (dist_ ? dist_->Cancel(Cancelled()) : Cancelled()) return Interrupted();
       if (!StepsLeft()) break;  // max_training_steps reached (the same step on every rank)
       if (b > 0 && !Fits(StepEstimate())) {
         ReportBudgetStop(fmt::format("epoch {} at step {}/{}", epoch, b, steps));
@@ -912,6 +913,7 @@ class TrainRun {
       auto s0 = Clock::now();
       uint64_t dropout_seed = seed_ ^ (0x9e3779b97f4a7c15ull * uint64_t(global_step_ + 1));
       StepStats s;
+      bool applied = false;  // mpirun: the step applied the optimizer (sharded on one host)
       if (cfg_.dp) {
         if (global_step_ >= dp_.max_steps) {
           *budget_spent = true;
@@ -922,12 +924,16 @@ class TrainRun {
       } else {
         data_.TrainBatch(order, b, &batch);
         if (dist_) {
-          DS_ASSIGN_OR_RETURN(s, dist_->Step(*backend_, batch, dropout_seed));
+          DS_ASSIGN_OR_RETURN(s, dist_->Step(*backend_, batch, dropout_seed, opt, global_step_ + 1,
+                                             Cancelled()));
+          applied = true;
         } else {
           s = backend_->Step(batch, /*train=*/true, dropout_seed);
         }
       }
-      {
+      if (applied) {
+        ++global_step_;
+      } else {
         dist::Timed opt_time(dist::Phase::kOptimizer);
         backend_->ApplyOptimizer(opt, ++global_step_);
       }
@@ -1031,6 +1037,7 @@ class TrainRun {
     summary_.history.push_back(r);
     checkpoint_file_ = fmt::format("checkpoint-e{:04d}.bin", epoch);
     std::vector<float> opt_state = backend_->GetOptimizerState();
+    if (dist_) DS_RETURN_IF_ERROR(dist_->GatherOptimizerState(&opt_state));  // sharded: every slice
     DS_RETURN_IF_ERROR(WriteTensorFile(dir() + "/" + checkpoint_file_,
                                        {{"params", params_.data(), layout_.total},
                                         {"optimizer", opt_state.data(), opt_state.size()}}));

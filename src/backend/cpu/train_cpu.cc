@@ -1614,11 +1614,18 @@ void TrainImpl::ForwardLogits(const Batch& batch, float* logits) {
 }
 
 void TrainImpl::ApplyOptimizer(const OptimizerConfig& opt, int64_t step) {
-  const size_t n = layout_.total;
-  float* p = params_.data();
-  const float* g = grads_.data();
-  float* m = opt_m_.data();
-  float* v = opt_v_.data();
+  // With opt.range: the slice [begin, end) from the given gradient (src/dist's
+  // sharded optimizer); the loops below are elementwise either way.
+  const OptimizerRange* range = opt.range;
+  if (range && !(range->begin <= range->end && range->end <= layout_.total))
+    DS_THROW(kInvalidArgument, "optimizer range [{}, {}) outside the {} parameters", range->begin,
+             range->end, layout_.total);
+  const size_t at = range ? range->begin : 0;
+  const size_t n = range ? range->end - range->begin : layout_.total;
+  float* p = params_.data() + at;
+  const float* g = range ? range->grads : grads_.data();
+  float* m = opt_m_.data() + at;
+  float* v = opt_v_.data() + at;
   const float lr = opt.learning_rate, eps = opt.epsilon;
   const int nt = Threads();
   prof_.Start();
@@ -1648,6 +1655,7 @@ void TrainImpl::ApplyOptimizer(const OptimizerConfig& opt, int64_t step) {
   } else {
     DS_THROW(kInvalidArgument, "optimizer: unknown name '{}' (rmsprop, adam)", opt.name);
   }
+  if (range && n > 0) std::memcpy(range->params_out, p, n * sizeof(float));
   perm_dirty_ = true;
   prof_.Mark(kOptimizer);
 }

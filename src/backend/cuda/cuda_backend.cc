@@ -521,19 +521,33 @@ void CudaTrainBackend::BackwardLayer(int l, float* dh, float* dx, int B, int T, 
 void CudaTrainBackend::ApplyOptimizer(const OptimizerConfig& opt, int64_t step) {
   ctx_.Activate();
   const size_t T = layout_.total;
+  // With opt.range (src/dist's sharded optimizer): the slice [a, a + n) from
+  // the host gradient given, its updated params copied back to the host.
+  const OptimizerRange* range = opt.range;
+  if (range && !(range->begin <= range->end && range->end <= T))
+    DS_THROW(kInvalidArgument, "optimizer range [{}, {}) outside the {} parameters", range->begin,
+             range->end, T);
+  const size_t a = range ? range->begin : 0, n = range ? range->end - range->begin : T;
+  if (n == 0) return;
+  if (range)
+    DS_CUDA_CHECK(cudaMemcpyAsync(grads_.as() + a, range->grads, n * 4, cudaMemcpyHostToDevice,
+                                  ctx_.stream()));
   if (opt.name == "rmsprop") {
-    cuda::RmspropUpdate(params_.as(), grads_.as(), state_.as() + T, T, opt.learning_rate, opt.rho,
-                        opt.epsilon, ctx_.stream());
+    cuda::RmspropUpdate(params_.as() + a, grads_.as() + a, state_.as() + T + a, n,
+                        opt.learning_rate, opt.rho, opt.epsilon, ctx_.stream());
   } else if (opt.name == "adam") {
     if (step < 1) DS_THROW(kInvalidArgument, "adam: step counts from 1, got {}", step);
     double c1 = 1.0 - std::pow(double(opt.beta1), double(step));
     double c2 = 1.0 - std::pow(double(opt.beta2), double(step));
     float lr_t = float(opt.learning_rate * std::sqrt(c2) / c1);
-    cuda::AdamUpdate(params_.as(), grads_.as(), state_.as(), state_.as() + T, T, lr_t, opt.beta1,
-                     opt.beta2, opt.epsilon, ctx_.stream());
+    cuda::AdamUpdate(params_.as() + a, grads_.as() + a, state_.as() + a, state_.as() + T + a, n,
+                     lr_t, opt.beta1, opt.beta2, opt.epsilon, ctx_.stream());
   } else {
     DS_THROW(kInvalidArgument, "unknown optimizer '{}' (expected rmsprop or adam)", opt.name);
   }
+  if (range)
+    DS_CUDA_CHECK(cudaMemcpyAsync(range->params_out, params_.as() + a, n * 4,
+                                  cudaMemcpyDeviceToHost, ctx_.stream()));
   ctx_.Sync();
 }
 
