@@ -467,16 +467,21 @@ Status FieldTokenizer::EncodePrefix(const std::vector<std::string>& fields,
 // The values of the first fields.size() columns; on error `out` is left as it was.
 Status FieldTokenizer::EncodeLeading(const std::vector<std::string>& fields,
                                      std::vector<int32_t>* out) const {
-  const size_t start = out->size();
-  for (size_t p = 0; p < fields.size(); ++p) {
+  const size_t start = out->size(), k = fields.size();
+  int after = -1;  // a column with tokens, past the given ones, generated before some of them
+  for (size_t p = 0; p < cols_.size(); ++p) {
     const int f = ColAt(int(p));
-    if (size_t(f) >= fields.size()) {
+    if (size_t(f) >= k) {
+      if (cols_[size_t(f)].size > 0 && after < 0) after = f;  // token-less columns take no step
+      continue;
+    }
+    if (after >= 0 && cols_[size_t(f)].size > 0) {
       out->resize(start);
       return DS_ERR(kInvalidInput,
-                    "a start fixes the first {} columns, but this model generates '{}' among "
-                    "them (generation order: {}); train with field_order \"header\" "
+                    "a start fixes the first {} columns, but this model generates '{}' before "
+                    "'{}' (generation order: {}); train with field_order \"header\" "
                     "(--field-order header) to start from the leading header columns",
-                    fields.size(), cols_[size_t(f)].name, OrderText());
+                    k, cols_[size_t(after)].name, cols_[size_t(f)].name, OrderText());
     }
     Status s = EncodeValue(f, fields[size_t(f)], out);
     if (!s.ok()) {
