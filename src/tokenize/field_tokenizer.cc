@@ -328,15 +328,17 @@ Status FieldTokenizer::Finalize() {
     if (next > INT32_MAX / 2) return DS_ERR(kCorrupt, "vocabulary too large");
   }
   vocab_ = int(next);
-  if (!order_.empty()) {  // a permutation of the columns
-    std::vector<bool> seen(cols_.size(), false);
-    if (order_.size() != cols_.size())
-      return DS_ERR(kCorrupt, "'order' does not list every column");
-    for (int c : order_) {
-      if (c < 0 || size_t(c) >= cols_.size() || seen[size_t(c)])
-        return DS_ERR(kCorrupt, "'order' is not a permutation of the columns");
-      seen[size_t(c)] = true;
-    }
+  return CheckOrder();
+}
+
+Status FieldTokenizer::CheckOrder() const {
+  if (order_.empty()) return Status::Ok();  // header order
+  if (order_.size() != cols_.size()) return DS_ERR(kCorrupt, "'order' does not list every column");
+  std::vector<bool> seen(cols_.size(), false);
+  for (int c : order_) {
+    if (c < 0 || size_t(c) >= cols_.size() || seen[size_t(c)])
+      return DS_ERR(kCorrupt, "'order' is not a permutation of the columns");
+    seen[size_t(c)] = true;
   }
   return Status::Ok();
 }

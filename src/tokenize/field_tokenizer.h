@@ -209,6 +209,7 @@ class FieldTokenizer final : public Tokenizer {
   Status EncodeValue(int col, std::string_view v, std::vector<int32_t>* out) const;
   Status EncodeLeading(const std::vector<std::string>& fields, std::vector<int32_t>* out) const;
   Status Finalize();  // ids, indexes, names; checks
+  Status CheckOrder() const;  // order_: empty or a permutation of the columns
   static Status BuildTrie(Column* c);
   static int TrieChild(const Column& c, int node, int off);  // -1: none
   void Complete(Cursor* c, std::string value, std::vector<std::string>* fields) const;
