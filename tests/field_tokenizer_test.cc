@@ -101,6 +101,7 @@ TEST(FieldTokenizer, RarePooling) {
   recs[1][0] = "indigo";  // seen once
   FieldTokenizerOptions o;
   o.rare_count = 2;
+  o.header_order = true;  // column 0's token first
   auto t = FieldTokenizer::Train(kHeader, recs, o);
   ASSERT_TRUE(t.ok());
   const auto& c = (*t)->columns()[0];
@@ -262,7 +263,9 @@ TEST(FieldTokenizer, DayMaskFollowsMonthAndYear) {
     ASSERT_TRUE(t->EncodeRecord(rec, &ids).ok());
     // Feed up to and including the month of column 4, then ask for the day.
     size_t k = 0;
-    while (c.col < 4) t->Advance(&c, ids[k++], nullptr);
+    const auto order = t->generation_order();
+    const int pos = int(std::find(order.begin(), order.end(), 4) - order.begin());
+    while (c.col < pos) t->Advance(&c, ids[k++], nullptr);
     t->Advance(&c, ids[k++], nullptr);  // year
     t->Advance(&c, ids[k++], nullptr);  // month
     std::fill(logits.begin(), logits.end(), 0.0f);
@@ -405,6 +408,73 @@ TEST(FieldTokenizer, MutatedFilesLoadOrFailCleanly) {
     }
   }
   EXPECT_GT(loaded, 0);  // some edits (values inside a range) still load
+  std::filesystem::remove_all(dir);
+}
+
+// Columns are generated fewest distinct values first (a table's broad
+// categories before the values they determine: vega_zipcodes' state before
+// its city and coordinates), written back in header order. A start may fix
+// only the first columns of that order; field_order "header" keeps the header
+// order; models without "order" (older files) load in header order.
+TEST(FieldTokenizer, GenerationOrderFewestValuesFirst) {
+  const std::vector<std::string> header = {"zip", "lat", "state"};
+  std::vector<std::vector<std::string>> recs;
+  for (int i = 0; i < 200; ++i)
+    recs.push_back({fmt::format("{:05d}", 100 + i), fmt::format("{}.{}", 20 + i % 37, i % 37 % 10),
+                    i % 3 == 0 ? "NY" : "CA"});
+  auto t = FieldTokenizer::Train(header, recs, FieldTokenizerOptions{});
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ((*t)->generation_order(), (std::vector<int>{2, 1, 0}));
+  const auto& cols = (*t)->columns();
+  std::vector<int32_t> ids;
+  ASSERT_TRUE((*t)->EncodeRecord(recs[4], &ids).ok());
+  ASSERT_FALSE(ids.empty());
+  EXPECT_GE(ids[0], cols[2].base);  // the record starts with the state
+  EXPECT_LT(ids[0], cols[2].base + cols[2].size);
+  std::vector<std::string> f;
+  ASSERT_EQ(ids.back(), 0);
+  ASSERT_EQ((*t)->DecodeRecord(std::span<const int32_t>(ids.data(), ids.size() - 1), &f), "");
+  EXPECT_EQ(f, recs[4]);  // header order
+  Philox rng(5, 1);
+  for (int i = 0; i < 50; ++i) {
+    auto s = SampleUnderMask(**t, &rng, false);
+    ASSERT_EQ((*t)->DecodeRecord(s, &f), "");
+    EXPECT_TRUE(f[2] == "NY" || f[2] == "CA") << f[2];
+    EXPECT_EQ((*t)->CheckFields(f), "");
+  }
+  ids.clear();
+  Status st = (*t)->EncodePrefix({"00104"}, &ids);  // zip is generated last
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("field_order"), std::string::npos) << st.message();
+  EXPECT_TRUE(ids.empty());
+  // Saved and loaded with its order; a file without "order" is header order.
+  const std::string dir = testing::TempDir() + "/field_tok_order";
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE((*t)->Save(dir).ok());
+  auto l = LoadTokenizer(dir);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  auto* lf = dynamic_cast<FieldTokenizer*>(l->get());
+  ASSERT_TRUE(lf);
+  EXPECT_EQ(lf->generation_order(), (std::vector<int>{2, 1, 0}));
+  nlohmann::json j;
+  std::ifstream(dir + "/tokenizer.json") >> j;
+  j["field"].erase("order");
+  auto old = FieldTokenizer::Load(j, dir);
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_EQ(dynamic_cast<FieldTokenizer*>(old->get())->generation_order(),
+            (std::vector<int>{0, 1, 2}));
+  j["field"]["order"] = {2, 2, 0};
+  EXPECT_FALSE(FieldTokenizer::Load(j, dir).ok());
+  j["field"]["order"] = {2, 1};
+  EXPECT_FALSE(FieldTokenizer::Load(j, dir).ok());
+  // field_order "header": no reordering, and a start on the first column works.
+  FieldTokenizerOptions ho;
+  ho.header_order = true;
+  auto h = FieldTokenizer::Train(header, recs, ho);
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ((*h)->generation_order(), (std::vector<int>{0, 1, 2}));
+  ids.clear();
+  EXPECT_TRUE((*h)->EncodePrefix({"00104"}, &ids).ok());
   std::filesystem::remove_all(dir);
 }
 

@@ -216,6 +216,9 @@ std::vector<Config::Key> MakeKeys() {
   DS_KEY(field_types, T::kString, G::kTokenizer,
          "column type overrides: \"col=integer;day=datetime:%d.%m.%Y\" (JSON: an object)")
       .extra = CheckFieldTypes;
+  Choices(DS_KEY(field_order, T::kString, G::kTokenizer,
+                 "field tokenizer: column generation order (auto: fewest distinct values first)"),
+          {"auto", "header"});
   Ints(DS_KEY(field_rare_count, T::kInt, G::kTokenizer,
               "field tokenizer: category values seen fewer times share one <other> token"),
        1, 1000000000);

@@ -427,6 +427,9 @@ Config BatchConfig(const Config& base, const TabularSpec& spec, size_t b) {
   c.max_lines = 0;
   c.overwrite = true;
   c.seed = int64_t(Mix(spec.seed, b) >> 1) | 1;
+  // Batches start from their conditioning columns and seeds fix the leading
+  // columns: both need the field tokenizer's header order (docs/typed_fields.md).
+  if (!base.IsExplicit("field_order")) c.field_order = "header";
   return c;
 }
 

@@ -177,8 +177,28 @@ Result<std::unique_ptr<FieldTokenizer>> FieldTokenizer::Train(
     }
     t->cols_.push_back(std::move(col));
   }
+  if (!opts.header_order) {
+    std::vector<int> order(t->cols_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return t->cols_[size_t(a)].type.distinct < t->cols_[size_t(b)].type.distinct;
+    });
+    if (!std::is_sorted(order.begin(), order.end())) t->order_ = std::move(order);
+  }
   DS_RETURN_IF_ERROR(t->Finalize());
   return t;
+}
+
+std::vector<int> FieldTokenizer::generation_order() const {
+  std::vector<int> o(cols_.size());
+  for (size_t p = 0; p < o.size(); ++p) o[p] = ColAt(int(p));
+  return o;
+}
+
+std::string FieldTokenizer::OrderText() const {
+  std::string s;
+  for (int c : generation_order()) s += (s.empty() ? "" : ", ") + cols_[size_t(c)].name;
+  return s;
 }
 
 // The trie of a closed text column (c.index maps a char to its offset);
@@ -308,6 +328,18 @@ Status FieldTokenizer::Finalize() {
     if (next > INT32_MAX / 2) return DS_ERR(kCorrupt, "vocabulary too large");
   }
   vocab_ = int(next);
+  return CheckOrder();
+}
+
+Status FieldTokenizer::CheckOrder() const {
+  if (order_.empty()) return Status::Ok();  // header order
+  if (order_.size() != cols_.size()) return DS_ERR(kCorrupt, "'order' does not list every column");
+  std::vector<bool> seen(cols_.size(), false);
+  for (int c : order_) {
+    if (c < 0 || size_t(c) >= cols_.size() || seen[size_t(c)])
+      return DS_ERR(kCorrupt, "'order' is not a permutation of the columns");
+    seen[size_t(c)] = true;
+  }
   return Status::Ok();
 }
 
@@ -437,9 +469,23 @@ Status FieldTokenizer::EncodePrefix(const std::vector<std::string>& fields,
 // The values of the first fields.size() columns; on error `out` is left as it was.
 Status FieldTokenizer::EncodeLeading(const std::vector<std::string>& fields,
                                      std::vector<int32_t>* out) const {
-  const size_t start = out->size();
-  for (size_t f = 0; f < fields.size(); ++f) {
-    Status s = EncodeValue(int(f), fields[f], out);
+  const size_t start = out->size(), k = fields.size();
+  int after = -1;  // a column with tokens, past the given ones, generated before some of them
+  for (size_t p = 0; p < cols_.size(); ++p) {
+    const int f = ColAt(int(p));
+    if (size_t(f) >= k) {
+      if (cols_[size_t(f)].size > 0 && after < 0) after = f;  // token-less columns take no step
+      continue;
+    }
+    if (after >= 0 && cols_[size_t(f)].size > 0) {
+      out->resize(start);
+      return DS_ERR(kInvalidInput,
+                    "a start fixes the first {} columns, but this model generates '{}' before "
+                    "'{}' (generation order: {}); train with field_order \"header\" "
+                    "(--field-order header) to start from the leading header columns",
+                    k, cols_[size_t(after)].name, cols_[size_t(f)].name, OrderText());
+    }
+    Status s = EncodeValue(f, fields[size_t(f)], out);
     if (!s.ok()) {
       out->resize(start);
       return s;
@@ -451,8 +497,8 @@ Status FieldTokenizer::EncodeLeading(const std::vector<std::string>& fields,
 // ---------------------------------------------------------------- decoding --
 
 void FieldTokenizer::SkipEmpty(Cursor* c, std::vector<std::string>* fields) const {
-  while (c->col < int(cols_.size()) && cols_[size_t(c->col)].size == 0) {
-    const Column& col = cols_[size_t(c->col)];
+  while (c->col < int(cols_.size()) && cols_[size_t(ColAt(c->col))].size == 0) {
+    const Column& col = cols_[size_t(ColAt(c->col))];
     if (fields) fields->push_back(col.type.type == FieldType::kConstant ? col.type.constant : "");
     ++c->col;
   }
@@ -481,7 +527,7 @@ void FieldTokenizer::PartRange(const Cursor& c, int* lo, int* hi) const {
     *hi = 1;
     return;
   }
-  const Column& col = cols_[size_t(c.col)];
+  const Column& col = cols_[size_t(ColAt(c.col))];
   *lo = col.base;
   *hi = col.base + col.size;
   if (IsNumericField(col.type.type) && c.part > 0) {
@@ -506,14 +552,15 @@ void FieldTokenizer::Advance(Cursor* c, int32_t id, std::vector<std::string>* fi
     c->broken = true;
     return;
   }
-  const Column& col = cols_[size_t(c->col)];
+  const Column& col = cols_[size_t(ColAt(c->col))];
   const int off = id - col.base;
   const int m = int(col.missing.size());
   switch (col.type.type) {
     case FieldType::kCategorical:
       if (off < int(col.values.size())) return Complete(c, col.values[size_t(off)], fields);
-      return Complete(c, col.rare[size_t(SplitMix64(c->hash + uint64_t(c->col)) % col.rare.size())],
-                      fields);
+      return Complete(
+          c, col.rare[size_t(SplitMix64(c->hash + uint64_t(ColAt(c->col))) % col.rare.size())],
+          fields);
     case FieldType::kInteger:
     case FieldType::kDecimal: {
       if (c->part == 0 && off < m) return Complete(c, col.missing[size_t(off)], fields);
@@ -594,7 +641,7 @@ void FieldTokenizer::Mask(const Cursor& c, float* logits) const {
   std::fill(logits, logits + lo, kNeg);
   std::fill(logits + hi, logits + vocab_, kNeg);
   if (c.col >= int(cols_.size())) return;
-  const Column& col = cols_[size_t(c.col)];
+  const Column& col = cols_[size_t(ColAt(c.col))];
   if (IsNumericField(col.type.type) && c.part > 0) {
     const int ndb = BinDigits(col, c.bin);
     const int64_t w = col.edges[size_t(c.bin) + 1] - col.edges[size_t(c.bin)];
@@ -632,13 +679,20 @@ std::string FieldTokenizer::DecodeRecord(std::span<const int32_t> ids,
   for (size_t i = 0; i < ids.size(); ++i) {
     Advance(&c, ids[i], fields);
     if (c.broken) {
-      const std::string col =
-          c.col < int(cols_.size()) ? "'" + cols_[size_t(c.col)].name + "'" : "after the last";
+      const std::string col = c.col < int(cols_.size())
+                                  ? "'" + cols_[size_t(ColAt(c.col))].name + "'"
+                                  : "after the last";
       return fmt::format("token {} (id {}) is not legal in column {}", i + 1, ids[i], col);
     }
   }
   if (c.col < int(cols_.size()))
-    return fmt::format("record ended in column '{}'", cols_[size_t(c.col)].name);
+    return fmt::format("record ended in column '{}'", cols_[size_t(ColAt(c.col))].name);
+  if (!order_.empty()) {  // generation order -> header order
+    std::vector<std::string> by_column(fields->size());
+    for (size_t p = 0; p < fields->size(); ++p)
+      by_column[size_t(order_[p])] = std::move((*fields)[p]);
+    *fields = std::move(by_column);
+  }
   return "";
 }
 
@@ -700,6 +754,7 @@ std::string FieldTokenizer::Describe() const {
     out += fmt::format("  {}: {}{}\n", c.name, what,
                        c.size ? fmt::format(", ids {}..{}", c.base, c.base + c.size - 1) : "");
   }
+  if (!order_.empty()) out += fmt::format("  generated in the order: {}\n", OrderText());
   return out;
 }
 
@@ -762,6 +817,7 @@ Status FieldTokenizer::Save(const std::string& dir) const {
     }
   }
   j["field"] = {{"rare_count", rare_count_}, {"columns", std::move(cols)}};
+  if (!order_.empty()) j["field"]["order"] = order_;  // absent: header order (older models)
   return tok_internal::WriteFile((std::filesystem::path(dir) / tok_internal::kJsonFile).string(),
                                  j.dump(1) + "\n");
 }
@@ -834,6 +890,12 @@ Result<std::unique_ptr<Tokenizer>> FieldTokenizer::Load(const nlohmann::json& j,
       c.type.constant = JsonString(o, "constant", where);
     }
     t->cols_.push_back(std::move(c));
+  }
+  if (f.contains("order")) {
+    for (const auto& v : JsonArray(f, "order", tok_internal::kMaxColumns, path)) {
+      if (!v.is_number_integer()) return DS_ERR(kCorrupt, "{}: 'order' must hold integers", path);
+      t->order_.push_back(int(std::clamp<int64_t>(v.get<int64_t>(), -1, INT32_MAX)));
+    }
   }
   Status s = t->Finalize();
   if (!s.ok()) return DS_ERR(kCorrupt, "{}: {}", path, s.message());

@@ -35,6 +35,16 @@
 // the network the column and the part it belongs to. Ids: 0 = <n>, then the
 // columns in header order, each part in the order above.
 //
+// Generation order: a record's values are generated (and encoded) fewest
+// distinct values first (ties in header order): broad categories before the
+// values they determine (vega_zipcodes: state, county, city, latitude,
+// longitude, zip_code), so each relation is carried over few steps; decoded
+// fields come back in header order. A start (EncodePrefix) fixes the first
+// columns of this order; FieldTokenizerOptions::header_order (config
+// field_order "header") keeps the header order (tabular batches use it: they
+// start from their conditioning columns). tokenizer.json "order" (absent:
+// header order, as in older models).
+//
 // Masks (Mask): at each position only the ids legal there: the current part's
 // range; a digit only when some completion stays inside the bin; a day only
 // up to DaysInMonth(year, month); <eof> only at a legal length; <n> only after
@@ -64,6 +74,7 @@ struct PublicSchema;  // schema/public_schema.h
 
 struct FieldTokenizerOptions {
   int rare_count = 2;  // categorical values seen fewer times go to <other>
+  bool header_order = false;  // generate the columns in header order (else fewest values first)
   std::map<std::string, std::string> field_types;  // overrides by column name
 };
 
@@ -112,7 +123,7 @@ class FieldTokenizer final : public Tokenizer {
 
   // Decoding / masking position in a record.
   struct Cursor {
-    int col = 0;      // current column (== columns: only <n>)
+    int col = 0;      // current position in the generation order (== columns: only <n>)
     int part = 0;     // token index inside the field
     int bin = -1;     // numeric: chosen bin
     int64_t acc = 0;  // numeric residual digits so far / datetime year
@@ -167,6 +178,9 @@ class FieldTokenizer final : public Tokenizer {
   Status Save(const std::string& dir) const override;
 
   const std::vector<Column>& columns() const { return cols_; }
+  // The header columns in the order a record's values are generated (see
+  // "Generation order" in the file comment).
+  std::vector<int> generation_order() const;
   // Starts a record: skips leading token-less columns (their values go to
   // `fields` when not null).
   void Begin(Cursor* c, std::vector<std::string>* fields) const;
@@ -195,14 +209,22 @@ class FieldTokenizer final : public Tokenizer {
   Status EncodeValue(int col, std::string_view v, std::vector<int32_t>* out) const;
   Status EncodeLeading(const std::vector<std::string>& fields, std::vector<int32_t>* out) const;
   Status Finalize();  // ids, indexes, names; checks
+  Status CheckOrder() const;  // order_: empty or a permutation of the columns
   static Status BuildTrie(Column* c);
   static int TrieChild(const Column& c, int node, int off);  // -1: none
   void Complete(Cursor* c, std::string value, std::vector<std::string>* fields) const;
   void SkipEmpty(Cursor* c, std::vector<std::string>* fields) const;
   // [lo, hi) of the current part's ids.
   void PartRange(const Cursor& c, int* lo, int* hi) const;
+  std::string OrderText() const;  // "state, county, ..." (generation order)
+
+  // The header column at generation position `pos` (Cursor::col).
+  int ColAt(int pos) const { return order_.empty() ? pos : order_[size_t(pos)]; }
 
   std::vector<Column> cols_;
+  // Generation order: order_[pos] = the header column written at position
+  // pos; empty = header order (older models, schemas, field_order "header").
+  std::vector<int> order_;
   int rare_count_ = 2;
   int vocab_ = 1;
   std::vector<std::string> names_;  // [V] token display names

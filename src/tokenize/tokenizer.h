@@ -75,6 +75,7 @@ struct TokenizerConfig {
   std::vector<std::string> header;
   int rare_count = 2;
   std::map<std::string, std::string> field_types;
+  bool field_header_order = false;  // field_order "header"
 };
 
 class Tokenizer {
