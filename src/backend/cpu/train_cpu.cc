@@ -124,6 +124,13 @@ constexpr bool kVectorBf16Cells = true;
 #else
 constexpr bool kVectorBf16Cells = false;
 #endif
+// The backward cells also write dz in gemm.h's blocked layout (AVX512BW's
+// 16-bit permutes): the weight-gradient GEMMs read it without a copy.
+#if defined(__AVX512F__) && defined(__AVX512BF16__) && defined(__AVX512BW__)
+constexpr bool kVnniDz = true;
+#else
+constexpr bool kVnniDz = false;
+#endif
 
 // One barrier per timestep of the recurrence: the yielding SpinBarrier when the
 // team has the planned size, else (OpenMP gave fewer threads) an OpenMP one.
@@ -211,6 +218,7 @@ class TrainImpl final : public CpuTrainBackend {
       wdt16_.Resize(size_t(PadV()) * H);  // rows V..PadV() stay zero
       wdt16_.Zero();
       dz16_.Resize(R * GH);
+      if (!gru_ && kVnniDz) dzv16_.Resize(VnniPadK(R) * GH);
       if (gru_) dzh16_.Resize(R * GH);
       zs_.Resize(size_t(max_batch) * GH);
       pack_fwd_.resize(L);
@@ -394,6 +402,10 @@ class TrainImpl final : public CpuTrainBackend {
   std::vector<Buffer<uint16_t>> x16_;             // [L + 1] [R, In] LayerInput(l) (X16)
   std::vector<Buffer<uint16_t>> h16_;             // per layer [maxB + R, H] 0, h_t (H16)
   Buffer<uint16_t> dz16_;                         // [R, GH] dz of the layer in backward
+  // The same in gemm.h's blocked layout ([VnniPadK(R), GH], VnniOffset), for
+  // B of the lstm's dWh and dWx GEMMs; written when dzv_ok_ (RecurrenceBackward).
+  Buffer<uint16_t> dzv16_;
+  bool dzv_ok_ = false;
   Buffer<uint16_t> dzh16_;                        // [R, GH] dzh (gru only)
   Buffer<float> zs_;                              // [maxB, GH] z_t of the lstm's step
   // bf16: each recurrence thread's slice of Wh (forward) and Wh^T (backward)
@@ -679,6 +691,14 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
   // bf16 without the clip path: dz only as bf16 (all its readers take that),
   // from the vector cell, the bias gradient summed from its registers.
   [[maybe_unused]] const bool bf16_only = lean_ && ub == 16 && kVectorBf16Cells;
+  // With an even batch, rows 2i and 2i + 1 of dz (the same timestep) also go
+  // to dzv16_ as one row pair of the blocked layout; its padding rows zero.
+  dzv_ok_ = bf16_only && kVnniDz && B % 2 == 0;
+  [[maybe_unused]] uint16_t* dzv = dzv_ok_ ? dzv16_.data() : nullptr;
+  [[maybe_unused]] const size_t kpad = VnniPadK(size_t(R_));
+  if (dzv && kpad != size_t(R_))
+    for (int c = 0; c < H4; c += 64)
+      std::memset(dzv + VnniOffset(kpad - 32, c, kpad), 0, 32 * 64 * sizeof(uint16_t));
   SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
   {
@@ -723,6 +743,11 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
           if (bf16_only) {
             LstmBackCell16Bf16(gr, cp, lean_ ? nullptr : tcr, cr, dha, mr, keep_scale, dhr, dcr,
                                dz16 + row * H4 + k * 4 * ub, dbr);
+#if defined(__AVX512BW__)
+            if (dzv && (b & 1))
+              InterleaveBf16Pair64(dz16 + (row - 1) * H4 + k * 64, dz16 + row * H4 + k * 64,
+                                   dzv + VnniOffset(row - 1, size_t(k) * 64, kpad));
+#endif
             continue;
           }
 #endif
@@ -753,6 +778,9 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
       }
       StepBarrier(barrier, nj, ntr);
     }
+#if defined(__AVX512F__)
+    if (dzv) _mm_sfence();  // the non-temporal stores of dzv16_
+#endif
   }
 }
 
@@ -927,8 +955,12 @@ void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum, bool rounded) {
   float* g = grads_.data();
   rounded = rounded && bf16_;
   const uint16_t* dzh16 = gru_ ? dzh16_.data() : dz16_.data();
+  const bool vnni = rounded && !gru_ && dzv_ok_;  // B = dz from dzv16_
   if (T > 1) {
-    if (rounded) {
+    if (vnni) {
+      BgemmSplitVnniB(nt_, true, H, H4, R_, 1.0f, H16(l) - size_t(B) * H, H, dzv16_.data(), 0.0f,
+                      wscratch_.data(), H4);
+    } else if (rounded) {
       // Over all R rows, h_{-1} = 0 (K = R: measured faster than (T - 1) B).
       BgemmSplit(nt_, 'n', true, false, H, H4, R_, 1.0f, H16(l) - size_t(B) * H, H, dzh16, H4,
                  0.0f, wscratch_.data(), H4);
@@ -940,7 +972,10 @@ void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum, bool rounded) {
   } else {
     std::memset(g + Ly.wh, 0, size_t(H) * H4 * sizeof(float));
   }
-  if (rounded) {
+  if (vnni) {
+    BgemmSplitVnniB(nt_, true, Ly.in, H4, R_, 1.0f, X16(l), Ly.in, dzv16_.data(), 0.0f,
+                    wscratch_.data(), H4);
+  } else if (rounded) {
     BgemmSplit(nt_, 'n', true, false, Ly.in, H4, R_, 1.0f, X16(l), Ly.in, dz16_.data(),
                H4, 0.0f, wscratch_.data(), H4);
   } else {
