@@ -224,6 +224,7 @@ class TrainImpl final : public CpuTrainBackend {
       pack_fwd_.resize(L);
       pack_fwdx_.resize(L);
       pack_bwd_.resize(L);
+      pack_dx_.resize(L);
     }
   }
 
@@ -418,6 +419,7 @@ class TrainImpl final : public CpuTrainBackend {
   };
   std::vector<std::vector<PackedSlice>> pack_fwd_, pack_bwd_;  // [layer][thread]
   std::vector<std::vector<PackedSlice>> pack_fwdx_;            // Wx slices (lstm)
+  std::vector<std::vector<PackedSlice>> pack_dx_;              // Wx^T row blocks (dX)
   uint64_t weights_version_ = 0;  // bumped by RefreshPermuted
   // The packed slice of thread j (packing it first when stale).
   PackedBgemm& Packed(std::vector<PackedSlice>& v, int j, int m, int n, int k, int lda, int ldc,
@@ -1003,10 +1005,21 @@ void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum, bool rounded) {
 }
 
 void TrainImpl::LayerInputGrad(int l, float* dx) {
-  const int in = lay_[l].in, GH = G_ * spec_.rnn_units;
+  const int in = lay_[l].in, GH = G_ * spec_.rnn_units, R = R_;
   if (bf16_) {
-    BgemmSplit(nt_, 'm', false, false, R_, in, GH, 1.0f, dz16_.data(), GH, wxpt16_[l].data(), in,
-               0.0f, dx, in);
+    // Row blocks of dX per thread (multiples of 16, SgemmSplit's partition),
+    // Wx^T packed once per weights version (a plain B is copied by every call).
+    const int nt = std::max(1, std::min(nt_, R / 16));
+    pack_dx_[l].resize(std::max<size_t>(pack_dx_[l].size(), nt));
+    const uint16_t* dz16 = dz16_.data();
+#pragma omp parallel num_threads(nt)
+    {
+      const int j = omp_get_thread_num(), nj = omp_get_num_threads(), blocks = (R + 15) / 16;
+      const int lo = std::min(R, blocks * j / nj * 16), hi = std::min(R, blocks * (j + 1) / nj * 16);
+      if (hi > lo)
+        Packed(pack_dx_[l], j, hi - lo, in, GH, GH, in, 0.0f, wxpt16_[l].data(), in, 0)
+            .Run(dz16 + size_t(lo) * GH, dx + size_t(lo) * in);
+    }
   } else {
     BigGemm('m', false, false, R_, in, GH, 1.0f, dz_[l].data(), GH, wxpt_[l].data(), in, 0.0f, dx,
             in);
