@@ -218,7 +218,10 @@ class TrainImpl final : public CpuTrainBackend {
       wdt16_.Resize(size_t(PadV()) * H);  // rows V..PadV() stay zero
       wdt16_.Zero();
       dz16_.Resize(R * GH);
-      if (!gru_ && kVnniDz) dzv16_.Resize(VnniPadK(R) * GH);
+      if (!gru_ && kVnniDz) {
+        dzv16_.Resize(VnniPadK(R) * GH);
+        xt16_.Resize(wmax * LdT(int(R)));
+      }
       if (gru_) dzh16_.Resize(R * GH);
       zs_.Resize(size_t(max_batch) * GH);
       pack_fwd_.resize(L);
@@ -407,6 +410,9 @@ class TrainImpl final : public CpuTrainBackend {
   // B of the lstm's dWh and dWx GEMMs; written when dzv_ok_ (RecurrenceBackward).
   Buffer<uint16_t> dzv16_;
   bool dzv_ok_ = false;
+  // [max(Emb, H), LdT(R)] the A operand of those GEMMs (h_{t-1} or x), transposed.
+  Buffer<uint16_t> xt16_;
+  static int LdT(int r) { return r; }
   Buffer<uint16_t> dzh16_;                        // [R, GH] dzh (gru only)
   Buffer<float> zs_;                              // [maxB, GH] z_t of the lstm's step
   // bf16: each recurrence thread's slice of Wh (forward) and Wh^T (backward)
@@ -957,10 +963,15 @@ void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum, bool rounded) {
   float* g = grads_.data();
   rounded = rounded && bf16_;
   const uint16_t* dzh16 = gru_ ? dzh16_.data() : dz16_.data();
-  const bool vnni = rounded && !gru_ && dzv_ok_;  // B = dz from dzv16_
+  // B = dz from dzv16_ (where oneDNN runs that layout with its brgemm kernels).
+  const bool vnni = rounded && !gru_ && dzv_ok_ &&
+                    BgemmVnniBIsBrgemm(false, H, H4, R_, LdT(R_), H4) &&
+                    BgemmVnniBIsBrgemm(false, Ly.in, H4, R_, LdT(R_), H4);
   if (T > 1) {
     if (vnni) {
-      BgemmSplitVnniB(nt_, true, H, H4, R_, 1.0f, H16(l) - size_t(B) * H, H, dzv16_.data(), 0.0f,
+      // A = H_{prev}^T laid out once (the GEMM would copy a transposed A).
+      TransposeBf16Split(nt_, R_, H, H16(l) - size_t(B) * H, H, xt16_.data(), LdT(R_));
+      BgemmSplitVnniB(nt_, false, H, H4, R_, 1.0f, xt16_.data(), LdT(R_), dzv16_.data(), 0.0f,
                       wscratch_.data(), H4);
     } else if (rounded) {
       // Over all R rows, h_{-1} = 0 (K = R: measured faster than (T - 1) B).
@@ -975,7 +986,8 @@ void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum, bool rounded) {
     std::memset(g + Ly.wh, 0, size_t(H) * H4 * sizeof(float));
   }
   if (vnni) {
-    BgemmSplitVnniB(nt_, true, Ly.in, H4, R_, 1.0f, X16(l), Ly.in, dzv16_.data(), 0.0f,
+    TransposeBf16Split(nt_, R_, Ly.in, X16(l), Ly.in, xt16_.data(), LdT(R_));
+    BgemmSplitVnniB(nt_, false, Ly.in, H4, R_, 1.0f, xt16_.data(), LdT(R_), dzv16_.data(), 0.0f,
                     wscratch_.data(), H4);
   } else if (rounded) {
     BgemmSplit(nt_, 'n', true, false, Ly.in, H4, R_, 1.0f, X16(l), Ly.in, dz16_.data(),
