@@ -479,20 +479,27 @@ void TrainImpl::RefreshPermuted() {
           std::memcpy(dst + size_t(r) * GH + (k * G + g) * ub,
                       src + size_t(r) * GH + g * H + k * ub, ub * sizeof(float));
   };
-  // bf16: the transposed copies only as bf16, transposed after rounding (the
-  // same values: rounding commutes with transposing); their fp32 forms are
-  // read only by the fp32 GEMMs.
+  // The same permutation rounding to bf16 on the way (no fp32 copy).
+  auto permute16 = [&](const float* src, int rows, uint16_t* dst) {
+    for (int r = 0; r < rows; ++r)
+      for (int k = 0; k < nb; ++k)
+        for (int g = 0; g < G; ++g)
+          ToBf16(src + size_t(r) * GH + g * H + k * ub, ub, dst + size_t(r) * GH + (k * G + g) * ub);
+  };
+  // bf16: the permuted weights only as bf16 (the fp32 forms are read only by
+  // the fp32 GEMMs), transposed after rounding (the same values: rounding
+  // commutes with permuting and transposing).
   for (int l = 0; l < spec_.num_layers; ++l) {
     const auto& L = lay_[l];
-    permute(params_.data() + L.wx, L.in, wxp_[l].data());
-    permute(params_.data() + L.wh, H, whp_[l].data());
     permute(params_.data() + L.b, gru_ ? 2 : 1, bp_[l].data());
     if (bf16_) {
-      ToBf16(wxp_[l].data(), size_t(L.in) * GH, wxp16_[l].data());
-      ToBf16(whp_[l].data(), size_t(H) * GH, whp16_[l].data());
-      Transpose(wxp16_[l].data(), L.in, GH, wxpt16_[l].data());
-      Transpose(whp16_[l].data(), H, GH, whpt16_[l].data());
+      permute16(params_.data() + L.wx, L.in, wxp16_[l].data());
+      permute16(params_.data() + L.wh, H, whp16_[l].data());
+      TransposeBf16Split(nt_, L.in, GH, wxp16_[l].data(), GH, wxpt16_[l].data(), L.in);
+      TransposeBf16Split(nt_, H, GH, whp16_[l].data(), GH, whpt16_[l].data(), H);
     } else {
+      permute(params_.data() + L.wx, L.in, wxp_[l].data());
+      permute(params_.data() + L.wh, H, whp_[l].data());
       Transpose(wxp_[l].data(), L.in, GH, wxpt_[l].data());
       Transpose(whp_[l].data(), H, GH, whpt_[l].data());
     }
