@@ -12,7 +12,7 @@
 #   default records: the first LINES (1500) of telco_churn's 80% split (bench/split_csv.py --seed 0)
 #   CORE=1  EPOCHS=3  LINES=1500  ROUNDS=2  GRETEL_PY=/work/venvs/gretel/bin/python
 #   FULL=1: issue 15's own job instead: all records of the split (LINES=0, all)
-#           and EPOCHS=15 unless set (one round takes about 25 minutes idle)
+#           (5,634) and EPOCHS=15 unless set (one round: about 30 minutes idle)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD_DIR=${BUILD_DIR:-build}
