@@ -360,7 +360,8 @@ class TrainImpl final : public CpuTrainBackend {
   int B_ = 0, T_ = 0, R_ = 0, nt_ = 1;
   bool dropout_on_ = false;
   // bf16 without the clip path: the fp32 copies of the dropped-out layer
-  // inputs and tanh(c) are not stored (only the clip path and fp32 read them).
+  // inputs, of the embedding lookup and tanh(c) are not stored (only the clip
+  // path and fp32 read them).
   bool lean_ = false;
   bool perm_dirty_ = true;
   const bool split_big_gemms_ = [] {
@@ -534,6 +535,15 @@ void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
     if (m) DrawKeepMask(seed, 0, t, spec_.dropout_rate, m, size_t(B) * E);
     for (int b = 0; b < B; ++b) {
       const float* src = emb + size_t(batch.inputs[size_t(b) * T + t]) * E;
+      if (lean_) {  // only the bf16 copy is read: rounded straight from the table
+        uint16_t* d16 = x16_[0].data() + (size_t(t) * B + b) * E;
+        if (m) {
+          DropoutToBf16(src, m + size_t(b) * E, keep_scale, E, d16);
+        } else {
+          ToBf16(src, E, d16);
+        }
+        continue;
+      }
       float* dst = x0_.data() + (size_t(t) * B + b) * E;
       if (m) {
         const uint8_t* mb = m + size_t(b) * E;
@@ -543,7 +553,8 @@ void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
         std::memcpy(dst, src, E * sizeof(float));
       }
     }
-    if (bf16_) ToBf16(x0_.data() + size_t(t) * B * E, size_t(B) * E, x16_[0].data() + size_t(t) * B * E);
+    if (bf16_ && !lean_)
+      ToBf16(x0_.data() + size_t(t) * B * E, size_t(B) * E, x16_[0].data() + size_t(t) * B * E);
   }
   prof_.Mark(kEmbed);
   for (int l = 0; l < spec_.num_layers; ++l) {
