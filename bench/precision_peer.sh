@@ -11,23 +11,33 @@
 #   bench/precision_peer.sh [RECORDS.csv]
 #   default records: the first LINES (1500) of telco_churn's 80% split (bench/split_csv.py --seed 0)
 #   CORE=1  EPOCHS=3  LINES=1500  ROUNDS=2  GRETEL_PY=/work/venvs/gretel/bin/python
+#   FULL=1: issue 15's own job instead: all records of the split (LINES=0, all)
+#           (5,634) and EPOCHS=15 unless set (one round: about 30 minutes idle)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD_DIR=${BUILD_DIR:-build}
 DS="$ROOT/$BUILD_DIR/datasynth"
 CORE=${CORE:-1}
+FULL=${FULL:-0}
+if [ "$FULL" = 1 ]; then
+  EPOCHS=${EPOCHS:-15}
+  LINES=${LINES:-0}
+fi
 EPOCHS=${EPOCHS:-3}
 LINES=${LINES:-1500}
 ROUNDS=${ROUNDS:-2}
 GRETEL_PY=${GRETEL_PY:-/work/venvs/gretel/bin/python}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
-if [ $# -ge 1 ]; then
-  head -n "$((LINES + 1))" "$1" >"$OUT/r.csv"
-else
+SRC=${1:-$OUT/tr.csv}
+if [ $# -lt 1 ]; then
   python3 "$ROOT/bench/split_csv.py" "$ROOT/../shared/datasets/telco_churn.csv" "$OUT/tr.csv" \
     "$OUT/ho.csv" --seed 0 >/dev/null
-  head -n "$((LINES + 1))" "$OUT/tr.csv" >"$OUT/r.csv"
+fi
+if [ "$LINES" -gt 0 ]; then  # LINES=0: all records
+  head -n "$((LINES + 1))" "$SRC" >"$OUT/r.csv"
+else
+  cp "$SRC" "$OUT/r.csv"
 fi
 TOKENS=$(python3 -c "import sys; l = open(sys.argv[1]).read().splitlines()[1:]; print(sum(len(x) + 1 for x in l))" "$OUT/r.csv")
 echo "records: $(($(wc -l <"$OUT/r.csv") - 1)), $TOKENS tokens x $EPOCHS epochs, taskset -c $CORE, load: $(cut -d' ' -f1-3 /proc/loadavg)"

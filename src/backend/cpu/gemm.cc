@@ -182,7 +182,10 @@ Matmul MakeMatmul(const MatmulKey& key) {
   const auto [ta, tb, m, n, k, lda, ldb, ldc, alpha, beta] = key;
   const auto bf = memory::data_type::bf16;
   memory::desc a_md({m, k}, bf, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
-  memory::desc b_md({k, n}, bf, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
+  // ldb < 0: B in the blocked layout of BgemmSerialVnniB.
+  memory::desc b_md = ldb < 0 ? memory::desc({k, n}, bf, memory::format_tag::BA16a64b2a)
+                              : memory::desc({k, n}, bf, tb ? memory::dims{1, ldb}
+                                                            : memory::dims{ldb, 1});
   memory::desc c_md({m, n}, memory::data_type::f32, memory::dims{ldc, 1});
   dnnl::primitive_attr attr;
   if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
@@ -260,6 +263,105 @@ void BgemmSerial(bool trans_a, bool trans_b, int m, int n, int k, float alpha, c
     mm.prim.execute(*local.stream, {{DNNL_ARG_SRC, mm.a}, {DNNL_ARG_WEIGHTS, mm.b}, {DNNL_ARG_DST, mm.c}});
     local.stream->wait();
   });
+}
+
+void BgemmSerialVnniB(bool trans_a, int m, int n, int k, float alpha, const uint16_t* a, int lda,
+                      const uint16_t* b, float beta, float* c, int ldc) {
+  DS_CHECK(n % 64 == 0);
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    BgemmSerial(trans_a, false, m, n, k, alpha, a, lda, b, n, beta, c, ldc);
+    return;
+  }
+  OneThread([&] {
+    Matmul& mm = Find({trans_a, false, m, n, k, lda, -1, ldc, alpha, beta});
+    auto& local = Local();
+    if (!local.stream) local.stream = std::make_unique<dnnl::stream>(CpuEngine());
+    mm.a.set_data_handle(const_cast<uint16_t*>(a));
+    mm.b.set_data_handle(const_cast<uint16_t*>(b));
+    mm.c.set_data_handle(c);
+    mm.prim.execute(*local.stream, {{DNNL_ARG_SRC, mm.a}, {DNNL_ARG_WEIGHTS, mm.b}, {DNNL_ARG_DST, mm.c}});
+    local.stream->wait();
+  });
+}
+
+bool BgemmVnniBIsBrgemm(bool trans_a, int m, int n, int k, int lda, int ldc) {
+  if (m <= 0 || n <= 0 || k <= 0) return true;
+  bool brg = false;
+  OneThread([&] { brg = Find({trans_a, false, m, n, k, lda, -1, ldc, 1.0f, 0.0f}).impl.rfind("brg", 0) == 0; });
+  return brg;
+}
+
+void BgemmSplitVnniB(int threads, bool trans_a, int m, int n, int k, float alpha,
+                     const uint16_t* a, int lda, const uint16_t* b, float beta, float* c, int ldc) {
+  const int blocks = n / 64;
+  const int nt = std::max(1, std::min(threads, blocks));
+  const size_t kpad = VnniPadK(size_t(std::max(k, 0)));
+  if (nt == 1) {
+    BgemmSerialVnniB(trans_a, m, n, k, alpha, a, lda, b, beta, c, ldc);
+    return;
+  }
+#pragma omp parallel num_threads(nt)
+  {
+    const int j = omp_get_thread_num(), nj = omp_get_num_threads();
+    const int lo = blocks * j / nj, hi = blocks * (j + 1) / nj;
+    if (hi > lo)
+      BgemmSerialVnniB(trans_a, m, (hi - lo) * 64, k, alpha, a, lda, b + size_t(lo) * kpad * 64,
+                       beta, c + size_t(lo) * 64, ldc);
+  }
+}
+
+namespace {
+struct Reorder {
+  dnnl::reorder prim;
+  dnnl::memory src, dst;
+};
+}  // namespace
+
+void TransposeBf16(int rows, int cols, const uint16_t* src, int lds, uint16_t* dst, int ldd) {
+  if (rows <= 0 || cols <= 0) return;
+  using dnnl::memory;
+  thread_local std::map<std::tuple<int, int, int, int>, Reorder> cache;
+  OneThread([&] {
+    auto& local = Local();
+    if (!local.stream) local.stream = std::make_unique<dnnl::stream>(CpuEngine());
+    const auto key = std::make_tuple(rows, cols, lds, ldd);
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+      try {
+        const auto bf = memory::data_type::bf16;
+        memory::desc s_md({rows, cols}, bf, memory::dims{lds, 1});
+        memory::desc d_md({rows, cols}, bf, memory::dims{1, ldd});
+        Reorder r{dnnl::reorder(), memory(s_md, CpuEngine(), DNNL_MEMORY_NONE),
+                  memory(d_md, CpuEngine(), DNNL_MEMORY_NONE)};
+        r.prim = dnnl::reorder(dnnl::reorder::primitive_desc(r.src, r.dst));
+        it = cache.emplace(key, std::move(r)).first;
+      } catch (const dnnl::error& e) {
+        DS_THROW(kInternal, "oneDNN bf16 transpose {} x {}: {}", rows, cols, e.what());
+      }
+    }
+    Reorder& r = it->second;
+    r.src.set_data_handle(const_cast<uint16_t*>(src));
+    r.dst.set_data_handle(dst);
+    r.prim.execute(*local.stream, r.src, r.dst);
+    local.stream->wait();
+  });
+}
+
+void TransposeBf16Split(int threads, int rows, int cols, const uint16_t* src, int lds,
+                        uint16_t* dst, int ldd) {
+  const int blocks = (cols + 15) / 16;
+  const int nt = std::max(1, std::min(threads, blocks));
+  if (nt == 1) {
+    TransposeBf16(rows, cols, src, lds, dst, ldd);
+    return;
+  }
+#pragma omp parallel num_threads(nt)
+  {
+    const int j = omp_get_thread_num(), nj = omp_get_num_threads();
+    const int lo = std::min(cols, blocks * j / nj * 16), hi = std::min(cols, blocks * (j + 1) / nj * 16);
+    if (hi > lo) TransposeBf16(rows, hi - lo, src + lo, lds, dst + size_t(lo) * ldd, ldd);
+  }
 }
 
 namespace {

@@ -99,6 +99,36 @@ void BgemmSplit(int threads, char split, bool trans_a, bool trans_b, int m, int 
                 float alpha, const uint16_t* a, int lda, const uint16_t* b, int ldb, float beta,
                 float* c, int ldc);
 
+// B in the blocked layout oneDNN's bf16 matmul computes from without
+// copying it first (format tag BA16a64b2a, the "VNNI" pairs of rows):
+// [n / 64][kpad / 32][16][64][2] with kpad = k rounded up to 32, the rows
+// k..kpad zero; element (r, c) at VnniOffset(r, c, kpad). n % 64 == 0. Used
+// for B = dZ of the weight-gradient GEMMs, written so by the backward cells.
+inline size_t VnniPadK(size_t k) { return (k + 31) & ~size_t(31); }
+inline size_t VnniOffset(size_t r, size_t c, size_t kpad) {
+  return ((c >> 6) * kpad + (r & ~size_t(31))) * 64 + ((r & 31) >> 1) * 128 + (c & 63) * 2 +
+         (r & 1);
+}
+// C = alpha op(A) B + beta C, B [k, n] in that layout (BgemmSerial otherwise).
+void BgemmSerialVnniB(bool trans_a, int m, int n, int k, float alpha, const uint16_t* a, int lda,
+                      const uint16_t* b, float beta, float* c, int ldc);
+// Whether that call runs oneDNN's brgemm kernels (else a slow reference one:
+// the caller takes another layout).
+bool BgemmVnniBIsBrgemm(bool trans_a, int m, int n, int k, int lda, int ldc);
+// The same split into `threads` serial calls over column blocks of 64 (no
+// reduction: the result does not depend on the thread count).
+void BgemmSplitVnniB(int threads, bool trans_a, int m, int n, int k, float alpha,
+                     const uint16_t* a, int lda, const uint16_t* b, float beta, float* c, int ldc);
+
+// dst [cols, rows] (row stride ldd) = src [rows, cols] (row stride lds)^T,
+// bf16, on the calling thread (a oneDNN reorder, cached per shape per
+// thread): a GEMM's transposed operand laid out once where the GEMM would
+// copy it itself.
+void TransposeBf16(int rows, int cols, const uint16_t* src, int lds, uint16_t* dst, int ldd);
+// The same split over column blocks of src (multiples of 16) on `threads`.
+void TransposeBf16Split(int threads, int rows, int cols, const uint16_t* src, int lds,
+                        uint16_t* dst, int ldd);
+
 // C[m, n] = A[m, k] (bf16, row stride lda) x B + beta C (fp32, ldc) with B
 // [k, n] packed ONCE (Pack) into the blocked layout oneDNN's matmul prefers
 // for this shape, then reused by every Run: for the recurrent GEMMs, whose

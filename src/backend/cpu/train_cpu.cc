@@ -124,6 +124,13 @@ constexpr bool kVectorBf16Cells = true;
 #else
 constexpr bool kVectorBf16Cells = false;
 #endif
+// The backward cells also write dz in gemm.h's blocked layout (AVX512BW's
+// 16-bit permutes): the weight-gradient GEMMs read it without a copy.
+#if defined(__AVX512F__) && defined(__AVX512BF16__) && defined(__AVX512BW__)
+constexpr bool kVnniDz = true;
+#else
+constexpr bool kVnniDz = false;
+#endif
 
 // One barrier per timestep of the recurrence: the yielding SpinBarrier when the
 // team has the planned size, else (OpenMP gave fewer threads) an OpenMP one.
@@ -211,11 +218,16 @@ class TrainImpl final : public CpuTrainBackend {
       wdt16_.Resize(size_t(PadV()) * H);  // rows V..PadV() stay zero
       wdt16_.Zero();
       dz16_.Resize(R * GH);
+      if (!gru_ && kVnniDz) {
+        dzv16_.Resize(VnniPadK(R) * GH);
+        xt16_.Resize(wmax * LdT(int(R)));
+      }
       if (gru_) dzh16_.Resize(R * GH);
       zs_.Resize(size_t(max_batch) * GH);
       pack_fwd_.resize(L);
       pack_fwdx_.resize(L);
       pack_bwd_.resize(L);
+      pack_dx_.resize(L);
     }
   }
 
@@ -364,7 +376,8 @@ class TrainImpl final : public CpuTrainBackend {
   int B_ = 0, T_ = 0, R_ = 0, nt_ = 1;
   bool dropout_on_ = false;
   // bf16 without the clip path: the fp32 copies of the dropped-out layer
-  // inputs and tanh(c) are not stored (only the clip path and fp32 read them).
+  // inputs, of the embedding lookup and tanh(c) are not stored (only the clip
+  // path and fp32 read them).
   bool lean_ = false;
   bool perm_dirty_ = true;
   const bool split_big_gemms_ = [] {
@@ -410,6 +423,13 @@ class TrainImpl final : public CpuTrainBackend {
   std::vector<Buffer<uint16_t>> x16_;             // [L + 1] [R, In] LayerInput(l) (X16)
   std::vector<Buffer<uint16_t>> h16_;             // per layer [maxB + R, H] 0, h_t (H16)
   Buffer<uint16_t> dz16_;                         // [R, GH] dz of the layer in backward
+  // The same in gemm.h's blocked layout ([VnniPadK(R), GH], VnniOffset), for
+  // B of the lstm's dWh and dWx GEMMs; written when dzv_ok_ (RecurrenceBackward).
+  Buffer<uint16_t> dzv16_;
+  bool dzv_ok_ = false;
+  // [max(Emb, H), LdT(R)] the A operand of those GEMMs (h_{t-1} or x), transposed.
+  Buffer<uint16_t> xt16_;
+  static int LdT(int r) { return r; }
   Buffer<uint16_t> dzh16_;                        // [R, GH] dzh (gru only)
   Buffer<float> zs_;                              // [maxB, GH] z_t of the lstm's step
   // bf16: each recurrence thread's slice of Wh (forward) and Wh^T (backward)
@@ -422,6 +442,7 @@ class TrainImpl final : public CpuTrainBackend {
   };
   std::vector<std::vector<PackedSlice>> pack_fwd_, pack_bwd_;  // [layer][thread]
   std::vector<std::vector<PackedSlice>> pack_fwdx_;            // Wx slices (lstm)
+  std::vector<std::vector<PackedSlice>> pack_dx_;              // Wx^T row blocks (dX)
   uint64_t weights_version_ = 0;  // bumped by RefreshPermuted
   // The packed slice of thread j (packing it first when stale).
   PackedBgemm& Packed(std::vector<PackedSlice>& v, int j, int m, int n, int k, int lda, int ldc,
@@ -481,20 +502,27 @@ void TrainImpl::RefreshPermuted() {
           std::memcpy(dst + size_t(r) * GH + (k * G + g) * ub,
                       src + size_t(r) * GH + g * H + k * ub, ub * sizeof(float));
   };
-  // bf16: the transposed copies only as bf16, transposed after rounding (the
-  // same values: rounding commutes with transposing); their fp32 forms are
-  // read only by the fp32 GEMMs.
+  // The same permutation rounding to bf16 on the way (no fp32 copy).
+  auto permute16 = [&](const float* src, int rows, uint16_t* dst) {
+    for (int r = 0; r < rows; ++r)
+      for (int k = 0; k < nb; ++k)
+        for (int g = 0; g < G; ++g)
+          ToBf16(src + size_t(r) * GH + g * H + k * ub, ub, dst + size_t(r) * GH + (k * G + g) * ub);
+  };
+  // bf16: the permuted weights only as bf16 (the fp32 forms are read only by
+  // the fp32 GEMMs), transposed after rounding (the same values: rounding
+  // commutes with permuting and transposing).
   for (int l = 0; l < spec_.num_layers; ++l) {
     const auto& L = lay_[l];
-    permute(params_.data() + L.wx, L.in, wxp_[l].data());
-    permute(params_.data() + L.wh, H, whp_[l].data());
     permute(params_.data() + L.b, gru_ ? 2 : 1, bp_[l].data());
     if (bf16_) {
-      ToBf16(wxp_[l].data(), size_t(L.in) * GH, wxp16_[l].data());
-      ToBf16(whp_[l].data(), size_t(H) * GH, whp16_[l].data());
-      Transpose(wxp16_[l].data(), L.in, GH, wxpt16_[l].data());
-      Transpose(whp16_[l].data(), H, GH, whpt16_[l].data());
+      permute16(params_.data() + L.wx, L.in, wxp16_[l].data());
+      permute16(params_.data() + L.wh, H, whp16_[l].data());
+      TransposeBf16Split(nt_, L.in, GH, wxp16_[l].data(), GH, wxpt16_[l].data(), L.in);
+      TransposeBf16Split(nt_, H, GH, whp16_[l].data(), GH, whpt16_[l].data(), H);
     } else {
+      permute(params_.data() + L.wx, L.in, wxp_[l].data());
+      permute(params_.data() + L.wh, H, whp_[l].data());
       Transpose(wxp_[l].data(), L.in, GH, wxpt_[l].data());
       Transpose(whp_[l].data(), H, GH, whpt_[l].data());
     }
@@ -529,6 +557,15 @@ void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
     if (m) DrawKeepMask(seed, 0, t, spec_.dropout_rate, m, size_t(B) * E);
     for (int b = 0; b < B; ++b) {
       const float* src = emb + size_t(batch.inputs[size_t(b) * T + t]) * E;
+      if (lean_) {  // only the bf16 copy is read: rounded straight from the table
+        uint16_t* d16 = x16_[0].data() + (size_t(t) * B + b) * E;
+        if (m) {
+          DropoutToBf16(src, m + size_t(b) * E, keep_scale, E, d16);
+        } else {
+          ToBf16(src, E, d16);
+        }
+        continue;
+      }
       float* dst = x0_.data() + (size_t(t) * B + b) * E;
       if (m) {
         const uint8_t* mb = m + size_t(b) * E;
@@ -538,7 +575,8 @@ void TrainImpl::Forward(const Batch& batch, uint64_t seed) {
         std::memcpy(dst, src, E * sizeof(float));
       }
     }
-    if (bf16_) ToBf16(x0_.data() + size_t(t) * B * E, size_t(B) * E, x16_[0].data() + size_t(t) * B * E);
+    if (bf16_ && !lean_)
+      ToBf16(x0_.data() + size_t(t) * B * E, size_t(B) * E, x16_[0].data() + size_t(t) * B * E);
   }
   prof_.Mark(kEmbed);
   for (int l = 0; l < spec_.num_layers; ++l) {
@@ -701,6 +739,14 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
   // bf16 without the clip path: dz only as bf16 (all its readers take that),
   // from the vector cell, the bias gradient summed from its registers.
   [[maybe_unused]] const bool bf16_only = lean_ && ub == 16 && kVectorBf16Cells;
+  // With an even batch, rows 2i and 2i + 1 of dz (the same timestep) also go
+  // to dzv16_ as one row pair of the blocked layout; its padding rows zero.
+  dzv_ok_ = bf16_only && kVnniDz && B % 2 == 0;
+  [[maybe_unused]] uint16_t* dzv = dzv_ok_ ? dzv16_.data() : nullptr;
+  [[maybe_unused]] const size_t kpad = VnniPadK(size_t(R_));
+  if (dzv && kpad != size_t(R_))
+    for (int c = 0; c < H4; c += 64)
+      std::memset(dzv + VnniOffset(kpad - 32, c, kpad), 0, 32 * 64 * sizeof(uint16_t));
   SpinBarrier barrier(ntr);
 #pragma omp parallel num_threads(ntr)
   {
@@ -745,6 +791,11 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
           if (bf16_only) {
             LstmBackCell16Bf16(gr, cp, lean_ ? nullptr : tcr, cr, dha, mr, keep_scale, dhr, dcr,
                                dz16 + row * H4 + k * 4 * ub, dbr);
+#if defined(__AVX512BW__)
+            if (dzv && (b & 1))
+              InterleaveBf16Pair64(dz16 + (row - 1) * H4 + k * 64, dz16 + row * H4 + k * 64,
+                                   dzv + VnniOffset(row - 1, size_t(k) * 64, kpad));
+#endif
             continue;
           }
 #endif
@@ -775,6 +826,9 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
       }
       StepBarrier(barrier, nj, ntr);
     }
+#if defined(__AVX512F__)
+    if (dzv) _mm_sfence();  // the non-temporal stores of dzv16_
+#endif
   }
 }
 
@@ -949,8 +1003,17 @@ void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum, bool rounded) {
   float* g = grads_.data();
   rounded = rounded && bf16_;
   const uint16_t* dzh16 = gru_ ? dzh16_.data() : dz16_.data();
+  // B = dz from dzv16_ (where oneDNN runs that layout with its brgemm kernels).
+  const bool vnni = rounded && !gru_ && dzv_ok_ &&
+                    BgemmVnniBIsBrgemm(false, H, H4, R_, LdT(R_), H4) &&
+                    BgemmVnniBIsBrgemm(false, Ly.in, H4, R_, LdT(R_), H4);
   if (T > 1) {
-    if (rounded) {
+    if (vnni) {
+      // A = H_{prev}^T laid out once (the GEMM would copy a transposed A).
+      TransposeBf16Split(nt_, R_, H, H16(l) - size_t(B) * H, H, xt16_.data(), LdT(R_));
+      BgemmSplitVnniB(nt_, false, H, H4, R_, 1.0f, xt16_.data(), LdT(R_), dzv16_.data(), 0.0f,
+                      wscratch_.data(), H4);
+    } else if (rounded) {
       // Over all R rows, h_{-1} = 0 (K = R: measured faster than (T - 1) B).
       BgemmSplit(nt_, 'n', true, false, H, H4, R_, 1.0f, H16(l) - size_t(B) * H, H, dzh16, H4,
                  0.0f, wscratch_.data(), H4);
@@ -962,7 +1025,11 @@ void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum, bool rounded) {
   } else {
     std::memset(g + Ly.wh, 0, size_t(H) * H4 * sizeof(float));
   }
-  if (rounded) {
+  if (vnni) {
+    TransposeBf16Split(nt_, R_, Ly.in, X16(l), Ly.in, xt16_.data(), LdT(R_));
+    BgemmSplitVnniB(nt_, false, Ly.in, H4, R_, 1.0f, xt16_.data(), LdT(R_), dzv16_.data(), 0.0f,
+                    wscratch_.data(), H4);
+  } else if (rounded) {
     BgemmSplit(nt_, 'n', true, false, Ly.in, H4, R_, 1.0f, X16(l), Ly.in, dz16_.data(),
                H4, 0.0f, wscratch_.data(), H4);
   } else {
@@ -990,10 +1057,21 @@ void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum, bool rounded) {
 }
 
 void TrainImpl::LayerInputGrad(int l, float* dx) {
-  const int in = lay_[l].in, GH = G_ * spec_.rnn_units;
+  const int in = lay_[l].in, GH = G_ * spec_.rnn_units, R = R_;
   if (bf16_) {
-    BgemmSplit(nt_, 'm', false, false, R_, in, GH, 1.0f, dz16_.data(), GH, wxpt16_[l].data(), in,
-               0.0f, dx, in);
+    // Row blocks of dX per thread (multiples of 16, SgemmSplit's partition),
+    // Wx^T packed once per weights version (a plain B is copied by every call).
+    const int nt = std::max(1, std::min(nt_, R / 16));
+    pack_dx_[l].resize(std::max<size_t>(pack_dx_[l].size(), nt));
+    const uint16_t* dz16 = dz16_.data();
+#pragma omp parallel num_threads(nt)
+    {
+      const int j = omp_get_thread_num(), nj = omp_get_num_threads(), blocks = (R + 15) / 16;
+      const int lo = std::min(R, blocks * j / nj * 16), hi = std::min(R, blocks * (j + 1) / nj * 16);
+      if (hi > lo)
+        Packed(pack_dx_[l], j, hi - lo, in, GH, GH, in, 0.0f, wxpt16_[l].data(), in, 0)
+            .Run(dz16 + size_t(lo) * GH, dx + size_t(lo) * in);
+    }
   } else {
     BigGemm('m', false, false, R_, in, GH, 1.0f, dz_[l].data(), GH, wxpt_[l].data(), in, 0.0f, dx,
             in);

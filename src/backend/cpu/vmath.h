@@ -206,6 +206,26 @@ inline void LstmBackCell16Bf16(const float* gr, const float* cp, const float* tc
   _mm512_storeu_ps(db + 32, _mm512_add_ps(_mm512_loadu_ps(db + 32), dzg));
   _mm512_storeu_ps(db + 48, _mm512_add_ps(_mm512_loadu_ps(db + 48), dzo));
 }
+
+#if defined(__AVX512BW__)
+// Two rows of 64 bf16 (r0 = row 2i, r1 = row 2i + 1 of a matrix B) as one row
+// pair of the blocked layout of gemm.h's VnniOffset: dst[2 c] = r0[c],
+// dst[2 c + 1] = r1[c], 128 values (dst 64-byte aligned), with non-temporal
+// stores (read only by a GEMM after the whole sequence; the caller fences).
+inline void InterleaveBf16Pair64(const uint16_t* r0, const uint16_t* r1, uint16_t* dst) {
+  alignas(64) static constexpr uint16_t kIdx[64] = {
+      0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39, 8,  40, 9,  41, 10, 42,
+      11, 43, 12, 44, 13, 45, 14, 46, 15, 47, 16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53,
+      22, 54, 23, 55, 24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+  const __m512i lo = _mm512_load_si512(kIdx), hi = _mm512_load_si512(kIdx + 32);
+  for (int h = 0; h < 2; ++h) {
+    const __m512i a = _mm512_loadu_si512(r0 + 32 * h), b = _mm512_loadu_si512(r1 + 32 * h);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + 64 * h), _mm512_permutex2var_epi16(a, lo, b));
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + 64 * h + 32),
+                        _mm512_permutex2var_epi16(a, hi, b));
+  }
+}
+#endif
 #endif
 
 // GRU forward cell (Keras, reset_after) on `n` units. a = x Wx (no bias) in
