@@ -245,6 +245,21 @@ void ToBf16(const float* src, size_t n, uint16_t* dst) {
   for (size_t i = 0; i < n; ++i) dst[i] = ToBf16(src[i]);
 }
 
+namespace {
+
+// One bf16 matmul on this thread's stream (the caller holds OneThread).
+void RunBf16(Matmul& mm, const uint16_t* a, const uint16_t* b, float* c) {
+  auto& local = Local();
+  if (!local.stream) local.stream = std::make_unique<dnnl::stream>(CpuEngine());
+  mm.a.set_data_handle(const_cast<uint16_t*>(a));
+  mm.b.set_data_handle(const_cast<uint16_t*>(b));
+  mm.c.set_data_handle(c);
+  mm.prim.execute(*local.stream, {{DNNL_ARG_SRC, mm.a}, {DNNL_ARG_WEIGHTS, mm.b}, {DNNL_ARG_DST, mm.c}});
+  local.stream->wait();
+}
+
+}  // namespace
+
 void BgemmSerial(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const uint16_t* a,
                  int lda, const uint16_t* b, int ldb, float beta, float* c, int ldc) {
   if (m <= 0 || n <= 0) return;
@@ -254,14 +269,7 @@ void BgemmSerial(bool trans_a, bool trans_b, int m, int n, int k, float alpha, c
     return;
   }
   OneThread([&] {
-    Matmul& mm = Find({trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta});
-    auto& local = Local();
-    if (!local.stream) local.stream = std::make_unique<dnnl::stream>(CpuEngine());
-    mm.a.set_data_handle(const_cast<uint16_t*>(a));
-    mm.b.set_data_handle(const_cast<uint16_t*>(b));
-    mm.c.set_data_handle(c);
-    mm.prim.execute(*local.stream, {{DNNL_ARG_SRC, mm.a}, {DNNL_ARG_WEIGHTS, mm.b}, {DNNL_ARG_DST, mm.c}});
-    local.stream->wait();
+    RunBf16(Find({trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta}), a, b, c);
   });
 }
 
@@ -274,14 +282,7 @@ void BgemmSerialVnniB(bool trans_a, int m, int n, int k, float alpha, const uint
     return;
   }
   OneThread([&] {
-    Matmul& mm = Find({trans_a, false, m, n, k, lda, -1, ldc, alpha, beta});
-    auto& local = Local();
-    if (!local.stream) local.stream = std::make_unique<dnnl::stream>(CpuEngine());
-    mm.a.set_data_handle(const_cast<uint16_t*>(a));
-    mm.b.set_data_handle(const_cast<uint16_t*>(b));
-    mm.c.set_data_handle(c);
-    mm.prim.execute(*local.stream, {{DNNL_ARG_SRC, mm.a}, {DNNL_ARG_WEIGHTS, mm.b}, {DNNL_ARG_DST, mm.c}});
-    local.stream->wait();
+    RunBf16(Find({trans_a, false, m, n, k, lda, -1, ldc, alpha, beta}), a, b, c);
   });
 }
 
