@@ -352,14 +352,14 @@ void FillValues(const ColumnInput& in, const Noise& nz, double tau, PublicColumn
     }
   }
   const bool categorical =
-      !col->values.empty() && (!in.measured || kept >= 0.9 * in.rows);
+      !col->values.empty() && (!in.measured || kept >= 0.5 * in.rows);
   *note += fmt::format(": {} values released", col->values.size());
   if (categorical) return;
   col->empty_ok = std::find(col->values.begin(), col->values.end(), "") != col->values.end();
   col->values.clear();
   col->type = FieldType::kText;
   col->alphabet = PublicSchema::DefaultAlphabet();  // public: printable ASCII
-  *note += fmt::format(" (under 90% of the rows: text up to {} characters)", col->max_length);
+  *note += fmt::format(" (under half the rows: text up to {} characters)", col->max_length);
 }
 
 PublicColumn ColumnOf(const std::string& name, const ColumnPlan& p) {

@@ -25,7 +25,7 @@
 //        is released only when its noisy count exceeds tau (partition
 //        selection: a value held by one record passes with probability at
 //        most delta_threshold / k, at most k such values per record). The
-//        column is categorical when the released values hold >= 90% of the
+//        column is categorical when the released values hold >= half of the
 //        noisy row count, else text (max_length from release 1).
 // "Visible" classes: noisy count > s z with z chosen so that a column's
 // classes show a false one with probability <= 0.1%; when none is visible,
