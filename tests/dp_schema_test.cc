@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "dp_vectors.h"
 #include "model/network.h"
 #include "privacy/dp_config.h"
 #include "privacy/rdp_accountant.h"
@@ -162,27 +163,17 @@ TEST(ComposedAccounting, GaussianIsClosedForm) {
 }
 
 TEST(ComposedAccounting, MatchesDpAccounting) {
-  std::ifstream in(std::string(DS_TEST_DATA) + "/privacy/composed_vectors.csv");
-  ASSERT_TRUE(in.good());
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#' || line[0] == 'q') continue;
-    std::replace(line.begin(), line.end(), ',', ' ');
-    std::istringstream ss(line);
-    double q, sigma, sm, delta, eps, order;
-    int64_t steps;
-    ss >> q >> sigma >> steps >> sm >> delta >> eps >> order;
-    ASSERT_FALSE(ss.fail()) << line;
+  const auto rows =
+      ReadComposedVectors(std::string(DS_TEST_DATA) + "/privacy/composed_vectors.csv");
+  for (const auto& v : rows) {
     RdpAccountant a;
-    a.AddSteps(q, sigma, steps);
-    a.AddGaussian(sm);
-    const DpResult r = a.GetEpsilon(delta);
-    EXPECT_NEAR(r.epsilon, eps, 1e-9 * eps + 1e-12) << line;
-    EXPECT_EQ(r.order, order) << line;
-    ++n;
+    a.AddSteps(v.q, v.sigma, v.steps);
+    a.AddGaussian(v.marginal_sigma);
+    const DpResult r = a.GetEpsilon(v.delta);
+    EXPECT_NEAR(r.epsilon, v.epsilon, 1e-9 * v.epsilon + 1e-12) << v.line;
+    EXPECT_EQ(r.order, v.order) << v.line;
   }
-  EXPECT_EQ(n, 5);
+  EXPECT_EQ(rows.size(), 5u);
 }
 
 TEST(ComposedAccounting, PlanMeetsTheTargetForTheComposition) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "dp_vectors.h"
 #include "generate/field_filter.h"
 #include "generate/pair_correction.h"
 #include "model/network.h"
@@ -206,31 +207,20 @@ namespace {
 // Gaussian of multiplier sigma_m: against dp-accounting's composition of the
 // three events (scripts/make_dp_split_vectors.py).
 TEST(PairAccounting, TwoMeasurementsMatchDpAccounting) {
-  std::ifstream in(std::string(DS_TEST_DATA) + "/privacy/split_vectors.csv");
-  ASSERT_TRUE(in.good());
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#' || line[0] == 'q') continue;
-    std::replace(line.begin(), line.end(), ',', ' ');
-    std::istringstream ss(line);
-    double q, sigma, sm, delta, eps, order;
-    int64_t steps;
-    ss >> q >> sigma >> steps >> sm >> delta >> eps >> order;
-    ASSERT_FALSE(ss.fail()) << line;
+  const auto rows = ReadComposedVectors(std::string(DS_TEST_DATA) + "/privacy/split_vectors.csv");
+  for (const auto& v : rows) {
     RdpAccountant charged;  // what the trainer accounts
-    charged.AddSteps(q, sigma, steps);
-    charged.AddGaussian(sm);
-    EXPECT_NEAR(charged.GetEpsilon(delta).epsilon, eps, 1e-9 * eps) << line;
-    EXPECT_EQ(charged.GetEpsilon(delta).order, order) << line;
+    charged.AddSteps(v.q, v.sigma, v.steps);
+    charged.AddGaussian(v.marginal_sigma);
+    EXPECT_NEAR(charged.GetEpsilon(v.delta).epsilon, v.epsilon, 1e-9 * v.epsilon) << v.line;
+    EXPECT_EQ(charged.GetEpsilon(v.delta).order, v.order) << v.line;
     RdpAccountant spent;  // what the calibration releases
-    spent.AddSteps(q, sigma, steps);
-    spent.AddGaussian(SelectionNoise(sm));
-    spent.AddGaussian(TargetNoise(sm, true));
-    EXPECT_NEAR(spent.GetEpsilon(delta).epsilon, eps, 1e-9 * eps) << line;
-    ++n;
+    spent.AddSteps(v.q, v.sigma, v.steps);
+    spent.AddGaussian(SelectionNoise(v.marginal_sigma));
+    spent.AddGaussian(TargetNoise(v.marginal_sigma, true));
+    EXPECT_NEAR(spent.GetEpsilon(v.delta).epsilon, v.epsilon, 1e-9 * v.epsilon) << v.line;
   }
-  EXPECT_EQ(n, 5);
+  EXPECT_EQ(rows.size(), 5u);
   EXPECT_EQ(TargetNoise(2.0, false), 2.0);
 }
 
