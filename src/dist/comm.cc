@@ -209,7 +209,7 @@ Status ReduceScatterSum(int64_t* data, const std::vector<size_t>& begin) {
   const size_t ranks = begin.size() - 1, lo = begin[size_t(Rank())];
   std::vector<int> count(ranks);
   for (size_t r = 0; r < ranks; ++r) count[r] = int(begin[r + 1] - begin[r]);
-  std::vector<int64_t> mine(size_t(count[size_t(Rank())]));
+  std::vector<int64_t> mine(static_cast<size_t>(count[size_t(Rank())]));
   DS_RETURN_IF_ERROR(Check(MPI_Reduce_scatter(data, mine.data(), count.data(), MPI_INT64_T,
                                               MPI_SUM, MPI_COMM_WORLD),
                            "MPI_Reduce_scatter"));
