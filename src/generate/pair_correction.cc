@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "model/tensor_file.h"
+#include "util/bytes.h"
 #include "util/fs.h"
 
 namespace ds {
@@ -13,15 +14,6 @@ namespace {
 constexpr char kMagic[8] = {'D', 'S', 'P', 'A', 'I', 'R', 'T', '1'};
 constexpr uint32_t kVersion = 1;
 constexpr size_t kFields = 8;  // u32 per table header
-
-void PutU32(std::string* s, uint32_t v) {
-  for (int i = 0; i < 4; ++i) s->push_back(char((v >> (8 * i)) & 0xff));
-}
-uint32_t GetU32(std::string_view s, size_t at) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= uint32_t(uint8_t(s[at + size_t(i)])) << (8 * i);
-  return v;
-}
 
 // The header fields of one table (t.w not read).
 Status CheckShape(const PairTable& t, const std::string& src, size_t k) {
@@ -70,35 +62,33 @@ Result<std::shared_ptr<const PairTables>> PairTables::Parse(std::string_view b,
                                                             const std::string& src) {
   if (b.size() < 20 || std::memcmp(b.data(), kMagic, sizeof(kMagic)) != 0)
     return DS_ERR(kCorrupt, "{}: not a pair table file (no 'DSPAIRT1' header)", src);
-  if (GetU32(b, b.size() - 4) != Crc32(b.data(), b.size() - 4))
+  if (ByteReader(b.substr(b.size() - 4)).Get<uint32_t>() != Crc32(b.data(), b.size() - 4))
     return DS_ERR(kCorrupt, "{}: checksum mismatch (file damaged or edited)", src);
-  const uint32_t version = GetU32(b, 8), count = GetU32(b, 12);
+  ByteReader rd(b.substr(sizeof(kMagic), b.size() - sizeof(kMagic) - 4));
+  const uint32_t version = rd.Get<uint32_t>(), count = rd.Get<uint32_t>();
   if (version != kVersion)
     return DS_ERR(kCorrupt, "{}: pair table version {} (this build reads {})", src, version,
                   kVersion);
   if (count > uint32_t(kMaxTables))
     return DS_ERR(kCorrupt, "{}: {} tables (at most {})", src, count, kMaxTables);
   auto out = std::make_shared<PairTables>();
-  size_t at = 16;
-  const size_t end = b.size() - 4;
   for (size_t k = 0; k < count; ++k) {
-    if (at + 4 * kFields > end)
+    if (rd.remaining() < 4 * kFields)
       return DS_ERR(kCorrupt, "{}: truncated at table {} of {}", src, k + 1, count);
     PairTable t;
     int* f[kFields] = {&t.child, &t.parent, &t.lo, &t.hi, &t.plo, &t.phi, &t.rows, &t.cols};
     for (size_t i = 0; i < kFields; ++i) {
-      const uint32_t v = GetU32(b, at + 4 * i);
+      const uint32_t v = rd.Get<uint32_t>();
       if (v > uint32_t(1) << 30) return DS_ERR(kCorrupt, "{}: table {}: field {} is {}", src, k + 1, i + 1, v);
       *f[i] = int(v);
     }
-    at += 4 * kFields;
     DS_RETURN_IF_ERROR(CheckShape(t, src, k));
     const size_t n = size_t(t.rows) * size_t(t.cols);
-    if (at + 4 * n > end)
+    if (rd.remaining() < 4 * n)
       return DS_ERR(kCorrupt, "{}: truncated in table {}'s weights", src, k + 1);
     t.w.resize(n);
-    for (size_t i = 0; i < n; ++i, at += 4) {
-      const uint32_t u = GetU32(b, at);
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t u = rd.Get<uint32_t>();
       std::memcpy(&t.w[i], &u, 4);
       if (!std::isfinite(t.w[i]) || std::fabs(t.w[i]) > kMaxWeight)
         return DS_ERR(kCorrupt, "{}: table {}: weight {} is {} (finite, |w| <= {})", src, k + 1,
@@ -106,8 +96,8 @@ Result<std::shared_ptr<const PairTables>> PairTables::Parse(std::string_view b,
     }
     out->tables.push_back(std::move(t));
   }
-  if (at != end)
-    return DS_ERR(kCorrupt, "{}: {} bytes after the {} tables", src, end - at, count);
+  if (!rd.at_end())
+    return DS_ERR(kCorrupt, "{}: {} bytes after the {} tables", src, rd.remaining(), count);
   return std::shared_ptr<const PairTables>(std::move(out));
 }
 
