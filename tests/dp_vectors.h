@@ -1,6 +1,6 @@
-// The golden vectors of a DP-SGD run composed with one Gaussian release, as
-// dp-accounting computed them (scripts/make_dp_composed_vectors.py,
-// scripts/make_dp_split_vectors.py): one row per case,
+// The golden vectors of a DP-SGD run composed with Gaussian releases, as
+// dp-accounting computed them (scripts/make_dp_composed_vectors.py writes
+// both files): one row per case,
 //   q, sigma, steps, marginal sigma, delta, epsilon, order
 // ('#' comments and the 'q,...' header skipped).
 #pragma once

@@ -205,7 +205,7 @@ namespace {
 // The two Gaussian measurements of the pair calibration (selection at
 // sigma_m / sqrt(f), targets at sigma_m / sqrt(1 - f)) are charged as one
 // Gaussian of multiplier sigma_m: against dp-accounting's composition of the
-// three events (scripts/make_dp_split_vectors.py).
+// three events (scripts/make_dp_composed_vectors.py, split_vectors.csv).
 TEST(PairAccounting, TwoMeasurementsMatchDpAccounting) {
   const auto rows = ReadComposedVectors(std::string(DS_TEST_DATA) + "/privacy/split_vectors.csv");
   for (const auto& v : rows) {
