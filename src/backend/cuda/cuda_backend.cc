@@ -243,6 +243,19 @@ class CudaTrainBackend final : public TrainBackend {
   }
   const float* P(size_t off) const { return params_.as() + off; }
   float* G(size_t off) const { return grads_.as() + off; }
+  // Step's parts (device views of one uploaded batch).
+  struct DeviceRows {
+    double count = 0;  // weight sum
+    int U = 0;         // distinct input tokens (train)
+    const int32_t *tok, *tgt, *uniq, *off, *pos, *lo, *hi;
+  };
+  void ValidateBatch(const Batch& batch) const;
+  double StageRows(const Batch& batch, int32_t* h_ints, float* h_w) const;
+  int GroupByToken(int32_t* h_tok, size_t N);
+  DeviceRows UploadBatch(const Batch& batch, bool train);
+  const float* Forward(const DeviceRows& d, int B, int T, bool train, uint64_t seed,
+                       float* h_rows);
+  void Backward(const DeviceRows& d, const float* top, int B, int T, uint64_t seed);
   // Layer l over all T steps: in [N, In] -> hs_[l], xo_[l].
   void ForwardLayer(int l, const float* in, int In, int B, int T, float rate, uint64_t seed);
   // Layer l backward: dh [N, H] = dL/d(xo_[l]) (overwritten) -> grads, dx [N, In].
@@ -280,13 +293,8 @@ class CudaTrainBackend final : public TrainBackend {
   std::vector<int32_t> slot_of_token_;         // [V] scratch for grouping, -1 = unseen
 };
 
-StepStats CudaTrainBackend::Step(const Batch& batch, bool train, uint64_t seed,
-                                 const PerExampleClip* clip) {
-  if (clip != nullptr) {
-    DS_THROW(kUnavailable,
-             "per-example gradient clipping (DP-SGD) is not implemented on the CUDA backend yet; "
-             "train with the CPU backend (--device cpu) when dp is on");
-  }
+// Checks a batch against this backend's capacity and vocabulary (before any copy).
+void CudaTrainBackend::ValidateBatch(const Batch& batch) const {
   const int B = batch.batch, T = batch.steps;
   if (B < 1 || T < 1 || B > max_b_ || T > max_t_) {
     DS_THROW(kInvalidArgument, "batch of {} x {} steps outside this backend's {} x {}", B, T,
@@ -298,19 +306,16 @@ StepStats CudaTrainBackend::Step(const Batch& batch, bool train, uint64_t seed,
     DS_THROW(kInvalidArgument, "batch {} x {}: inputs/targets/weights have {}/{}/{} entries", B, T,
              batch.inputs.size(), batch.targets.size(), batch.weights.size());
   }
-  const int V = spec_.vocab_size, E = spec_.embedding_dim, H = spec_.rnn_units;
-  const int L = spec_.num_layers;
-  const float rate = train ? spec_.dropout_rate : 0.0f;
-  ValidateLegalRanges(batch, V);
-  const bool ranged = !batch.legal_lo.empty();
-  ctx_.Activate();
-  cudaStream_t s = ctx_.stream();
+  ValidateLegalRanges(batch, spec_.vocab_size);
+}
 
-  // ---- host: time-major tokens, targets, weights; embedding grouping ----
-  int32_t* hi = host_ints_->as<int32_t>();
-  int32_t* h_tok = hi;
-  int32_t* h_tgt = hi + N;
-  float* h_w = host_floats_->as<float>();
+// Host staging, time-major (row r = t * B + b, as the logits rows): tokens h_ints[0, N),
+// targets [N, 2N), weights h_w[0, N), legal lo/hi at h_ints[5N + 2, 7N + 2). Returns the
+// weight sum.
+double CudaTrainBackend::StageRows(const Batch& batch, int32_t* h_ints, float* h_w) const {
+  const int B = batch.batch, T = batch.steps, V = spec_.vocab_size;
+  const size_t N = size_t(B) * T;
+  const bool ranged = !batch.legal_lo.empty();
   double count = 0;
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < T; ++t) {
@@ -321,64 +326,88 @@ StepStats CudaTrainBackend::Step(const Batch& batch, bool train, uint64_t seed,
                  b, t, x, y, V);
       }
       float w = batch.weights.empty() ? 1.0f : batch.weights[src];
-      h_tok[r] = x;
-      h_tgt[r] = y;
+      h_ints[r] = x;
+      h_ints[N + r] = y;
       h_w[r] = w;
-      if (ranged) {  // time-major, as the logits rows
-        hi[5 * N + 2 + r] = batch.legal_lo[src];
-        hi[6 * N + 2 + r] = batch.legal_hi[src];
+      if (ranged) {
+        h_ints[5 * N + 2 + r] = batch.legal_lo[src];
+        h_ints[6 * N + 2 + r] = batch.legal_hi[src];
       }
       count += w;
     }
   }
-  size_t n_ints = 2 * N;
-  int U = 0;
-  if (train) {
-    // Counting sort of the positions by token: uniq [U], offsets [U+1], positions [N].
-    std::vector<int32_t> uniq, counts;
-    for (size_t r = 0; r < N; ++r) {
-      int32_t& slot = slot_of_token_[h_tok[r]];
-      if (slot < 0) {
-        slot = int32_t(uniq.size());
-        uniq.push_back(h_tok[r]);
-        counts.push_back(0);
-      }
-      ++counts[slot];
+  return count;
+}
+
+// Counting sort of the N positions by token, for the embedding gradient: writes
+// uniq [U], offsets [U+1], positions [N] at h_tok + 2N and returns U.
+int CudaTrainBackend::GroupByToken(int32_t* h_tok, size_t N) {
+  std::vector<int32_t> uniq, counts;
+  for (size_t r = 0; r < N; ++r) {
+    int32_t& slot = slot_of_token_[h_tok[r]];
+    if (slot < 0) {
+      slot = int32_t(uniq.size());
+      uniq.push_back(h_tok[r]);
+      counts.push_back(0);
     }
-    U = int(uniq.size());
-    int32_t* h_uniq = hi + 2 * N;
-    int32_t* h_off = h_uniq + U;
-    int32_t* h_pos = h_off + U + 1;
-    h_off[0] = 0;
-    for (int u = 0; u < U; ++u) {
-      h_uniq[u] = uniq[u];
-      h_off[u + 1] = h_off[u] + counts[u];
-    }
-    std::vector<int32_t> fill(h_off, h_off + U);
-    for (size_t r = 0; r < N; ++r) h_pos[fill[slot_of_token_[h_tok[r]]]++] = int32_t(r);
-    for (int32_t v : uniq) slot_of_token_[v] = -1;
-    n_ints = 2 * N + U + (U + 1) + N;
+    ++counts[slot];
   }
+  const int U = int(uniq.size());
+  int32_t* h_uniq = h_tok + 2 * N;
+  int32_t* h_off = h_uniq + U;
+  int32_t* h_pos = h_off + U + 1;
+  h_off[0] = 0;
+  for (int u = 0; u < U; ++u) {
+    h_uniq[u] = uniq[u];
+    h_off[u + 1] = h_off[u] + counts[u];
+  }
+  std::vector<int32_t> fill(h_off, h_off + U);
+  for (size_t r = 0; r < N; ++r) h_pos[fill[slot_of_token_[h_tok[r]]]++] = int32_t(r);
+  for (int32_t v : uniq) slot_of_token_[v] = -1;
+  return U;
+}
+
+// Stages the batch on the host and uploads it; the device views into ints_ / weights_.
+CudaTrainBackend::DeviceRows CudaTrainBackend::UploadBatch(const Batch& batch, bool train) {
+  const size_t N = size_t(batch.batch) * batch.steps;
+  const bool ranged = !batch.legal_lo.empty();
+  cudaStream_t s = ctx_.stream();
+  int32_t* hi = host_ints_->as<int32_t>();
+  float* h_w = host_floats_->as<float>();
+  DeviceRows d;
+  d.count = StageRows(batch, hi, h_w);
+  d.U = train ? GroupByToken(hi, N) : 0;
+  const size_t n_ints = train ? 2 * N + d.U + (d.U + 1) + N : 2 * N;
   DS_CUDA_CHECK(cudaMemcpyAsync(ints_.as(), hi, n_ints * 4, cudaMemcpyHostToDevice, s));
   DS_CUDA_CHECK(cudaMemcpyAsync(weights_.as(), h_w, N * 4, cudaMemcpyHostToDevice, s));
   if (ranged)
     DS_CUDA_CHECK(cudaMemcpyAsync(ints_.as<int32_t>() + 5 * N + 2, hi + 5 * N + 2, 2 * N * 4,
                                   cudaMemcpyHostToDevice, s));
-  const int32_t* d_lo = ranged ? ints_.as<int32_t>() + 5 * N + 2 : nullptr;
-  const int32_t* d_hi = ranged ? d_lo + N : nullptr;
-  const int32_t* d_tok = ints_.as<int32_t>();
-  const int32_t* d_tgt = d_tok + N;
-  const int32_t* d_uniq = d_tok + 2 * N;
-  const int32_t* d_off = d_uniq + U;
-  const int32_t* d_pos = d_off + U + 1;
+  d.lo = ranged ? ints_.as<int32_t>() + 5 * N + 2 : nullptr;
+  d.hi = ranged ? d.lo + N : nullptr;
+  d.tok = ints_.as<int32_t>();
+  d.tgt = d.tok + N;
+  d.uniq = d.tok + 2 * N;
+  d.off = d.uniq + d.U;
+  d.pos = d.off + d.U + 1;
+  return d;
+}
 
-  // ---- forward ----
+// Embedding, layers and the dense layer; leaves dL/dlogits (train) in logits_ and copies
+// the per-row w * CE and w * correct to the host (h_rows [2N]). Returns the top layer's
+// output [N, H].
+const float* CudaTrainBackend::Forward(const DeviceRows& d, int B, int T, bool train,
+                                       uint64_t seed, float* h_rows) {
+  const int V = spec_.vocab_size, E = spec_.embedding_dim, H = spec_.rnn_units;
+  const size_t N = size_t(B) * T;
+  const float rate = train ? spec_.dropout_rate : 0.0f;
+  cudaStream_t s = ctx_.stream();
   const size_t off_emb = layout_.offset("embedding"), off_dw = layout_.offset("dense.w");
   const size_t off_db = layout_.offset("dense.b");
-  cuda::EmbeddingDropoutForward(P(off_emb), d_tok, T, B, E, rate, seed, train, x0_.as(), s);
+  cuda::EmbeddingDropoutForward(P(off_emb), d.tok, T, B, E, rate, seed, train, x0_.as(), s);
   const float* in = x0_.as();
   int In = E;
-  for (int l = 0; l < L; ++l) {
+  for (int l = 0; l < spec_.num_layers; ++l) {
     ForwardLayer(l, in, In, B, T, rate, seed);
     in = xo_[l].as();
     In = H;
@@ -386,30 +415,53 @@ StepStats CudaTrainBackend::Step(const Batch& batch, bool train, uint64_t seed,
   float* logits = logits_.as();
   ctx_.Gemm(false, false, int(N), V, H, 1.0f, in, H, P(off_dw), V, 0.0f, logits, V);
   float* rows = rows_.as();
-  const float scale = count > 0 ? float(1.0 / count) : 0.0f;
-  cuda::SoftmaxCrossEntropy(logits, P(off_db), d_tgt, weights_.as(), d_lo, d_hi, int(N), V, train,
-                            scale, rows, rows + N, s);
-  float* h_rows = h_w + N;
+  const float scale = d.count > 0 ? float(1.0 / d.count) : 0.0f;
+  cuda::SoftmaxCrossEntropy(logits, P(off_db), d.tgt, weights_.as(), d.lo, d.hi, int(N), V,
+                            train, scale, rows, rows + N, s);
   DS_CUDA_CHECK(cudaMemcpyAsync(h_rows, rows, 2 * N * 4, cudaMemcpyDeviceToHost, s));
+  return in;
+}
 
-  // ---- backward ----
-  if (train) {
-    DS_CUDA_CHECK(cudaMemsetAsync(grads_.as(), 0, layout_.total * 4, s));
-    if (count > 0) {
-      const float* ones = ones_.as();
-      ctx_.Gemm(true, false, H, V, int(N), 1.0f, in, H, logits, V, 0.0f, G(off_dw), V);
-      ctx_.ColumnSums(logits, int(N), V, ones, G(off_db));
-      float* dxa = dxa_.as();
-      float* dxb = dxb_.as();
-      ctx_.Gemm(false, true, int(N), H, V, 1.0f, logits, V, P(off_dw), V, 0.0f, dxa, H);
-      for (int l = L - 1; l >= 0; --l) {
-        BackwardLayer(l, dxa, dxb, B, T, rate, seed);
-        std::swap(dxa, dxb);
-      }
-      cuda::EmbeddingBackward(dxa, d_uniq, d_off, d_pos, U, T, B, E, rate, seed, true,
-                              G(off_emb), s);
-    }
+// Gradients into grads_ from dL/dlogits in logits_ and the top layer's output `top`.
+void CudaTrainBackend::Backward(const DeviceRows& d, const float* top, int B, int T,
+                                uint64_t seed) {
+  const int V = spec_.vocab_size, E = spec_.embedding_dim, H = spec_.rnn_units;
+  const size_t N = size_t(B) * T;
+  const float rate = spec_.dropout_rate;
+  cudaStream_t s = ctx_.stream();
+  DS_CUDA_CHECK(cudaMemsetAsync(grads_.as(), 0, layout_.total * 4, s));
+  if (d.count <= 0) return;
+  const size_t off_emb = layout_.offset("embedding"), off_dw = layout_.offset("dense.w");
+  const size_t off_db = layout_.offset("dense.b");
+  const float* logits = logits_.as();
+  ctx_.Gemm(true, false, H, V, int(N), 1.0f, top, H, logits, V, 0.0f, G(off_dw), V);
+  ctx_.ColumnSums(logits, int(N), V, ones_.as(), G(off_db));
+  float* dxa = dxa_.as();
+  float* dxb = dxb_.as();
+  ctx_.Gemm(false, true, int(N), H, V, 1.0f, logits, V, P(off_dw), V, 0.0f, dxa, H);
+  for (int l = spec_.num_layers - 1; l >= 0; --l) {
+    BackwardLayer(l, dxa, dxb, B, T, rate, seed);
+    std::swap(dxa, dxb);
   }
+  cuda::EmbeddingBackward(dxa, d.uniq, d.off, d.pos, d.U, T, B, E, rate, seed, true, G(off_emb),
+                          s);
+}
+
+StepStats CudaTrainBackend::Step(const Batch& batch, bool train, uint64_t seed,
+                                 const PerExampleClip* clip) {
+  if (clip != nullptr) {
+    DS_THROW(kUnavailable,
+             "per-example gradient clipping (DP-SGD) is not implemented on the CUDA backend yet; "
+             "train with the CPU backend (--device cpu) when dp is on");
+  }
+  ValidateBatch(batch);
+  const int B = batch.batch, T = batch.steps;
+  const size_t N = size_t(B) * T;
+  ctx_.Activate();
+  const DeviceRows d = UploadBatch(batch, train);
+  float* h_rows = host_floats_->as<float>() + N;
+  const float* top = Forward(d, B, T, train, seed, h_rows);
+  if (train) Backward(d, top, B, T, seed);
   ctx_.Sync();
 
   StepStats st;
@@ -417,7 +469,7 @@ StepStats CudaTrainBackend::Step(const Batch& batch, bool train, uint64_t seed,
     st.loss_sum += h_rows[r];
     st.correct += h_rows[N + r];
   }
-  st.count = count;
+  st.count = d.count;
   return st;
 }
 
