@@ -63,26 +63,37 @@ Status CheckGpuMemoryLimit(const Config& c) {
   return Status::Ok();
 }
 
-std::vector<Config::Key> MakeKeys() {
-  using T = Config::Type;
-  using G = Config::Group;
-  std::vector<Config::Key> k;
-  k.reserve(64);
-  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
-  constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
-  auto add = [&k](const char* name, T type, G group, const char* help,
-                  std::function<void*(Config&)> field) -> Config::Key& {
+using KeyType = Config::Type;
+using KeyGroup = Config::Group;
+constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+// Appends keys to the table in the order given (the order of `datasynth train --help`).
+class KeyTable {
+ public:
+  explicit KeyTable(std::vector<Config::Key>* k) : k_(k) {}
+  Config::Key& operator()(const char* name, KeyType type, KeyGroup group, const char* help,
+                          std::function<void*(Config&)> field) {
     Config::Key key;
     key.name = name;
     key.type = type;
     key.group = group;
     key.help = help;
     key.field = std::move(field);
-    k.push_back(std::move(key));
-    return k.back();
-  };
+    k_->push_back(std::move(key));
+    return k_->back();
+  }
+
+ private:
+  std::vector<Config::Key>* k_;
+};
+
 #define DS_KEY(member, type, group, help) \
   add(#member, type, group, help, [](Config& c) -> void* { return &c.member; })
+
+void AddTrainingKeys(KeyTable& add) {
+  using T = KeyType;
+  using G = KeyGroup;
   // training
   Ints(DS_KEY(epochs, T::kInt, G::kTraining, "training epochs"), 1, 1000000);
   DS_KEY(early_stopping, T::kBool, G::kTraining, "stop when best_model_metric stops improving");
@@ -145,6 +156,11 @@ std::vector<Config::Key> MakeKeys() {
               "mpirun: each global batch is cut into this many fixed shards, summed exactly: the "
               "weights are the same for any number of ranks up to it (docs/scale.md)"),
        1, 65536);
+}
+
+void AddTokenizerKeys(KeyTable& add) {
+  using T = KeyType;
+  using G = KeyGroup;
   // tokenizer
   Choices(DS_KEY(tokenizer, T::kString, G::kTokenizer,
                  "tokenizer (field: typed values, the default for CSV input)"),
@@ -167,6 +183,12 @@ std::vector<Config::Key> MakeKeys() {
       .extra = CheckFieldDelimiter;
   DS_KEY(field_delimiter_token, T::kString, G::kTokenizer, "token standing for the delimiter")
       .extra = CheckDelimiterToken;
+}
+
+// Privacy, with the schema and calibration keys that DP runs lean on.
+void AddPrivacyKeys(KeyTable& add) {
+  using T = KeyType;
+  using G = KeyGroup;
   // privacy
   DS_KEY(dp, T::kBool, G::kPrivacy, "differentially private training (DP-SGD)");
   Reals(DS_KEY(dp_noise_multiplier, T::kDouble, G::kPrivacy, "Gaussian noise std / clip"), 0, 1e6);
@@ -202,6 +224,12 @@ std::vector<Config::Key> MakeKeys() {
   Ints(DS_KEY(copy_guard_min_count, T::kInt, G::kPrivacy,
               "copy guard: rows seen fewer times in training are rare (1 = guard none)"),
        1, 1000000000);
+}
+
+// Generation, then the field tokenizer's keys.
+void AddGenerationKeys(KeyTable& add) {
+  using T = KeyType;
+  using G = KeyGroup;
   // generation
   Reals(DS_KEY(gen_temp, T::kDouble, G::kGeneration, "sampling temperature"), 1e-6, 1e3);
   Ints(DS_KEY(gen_chars, T::kInt64, G::kGeneration, "cap on characters per record (0 = none)"), 0,
@@ -222,9 +250,19 @@ std::vector<Config::Key> MakeKeys() {
   Ints(DS_KEY(field_rare_count, T::kInt, G::kTokenizer,
               "field tokenizer: category values seen fewer times share one <other> token"),
        1, 1000000000);
+}
 #undef DS_KEY
+
+std::vector<Config::Key> MakeKeys() {
+  std::vector<Config::Key> k;
+  k.reserve(64);
+  KeyTable add(&k);
+  AddTrainingKeys(add);
+  AddTokenizerKeys(add);
+  AddPrivacyKeys(add);
+  AddGenerationKeys(add);
   for (const auto& key : k)  // an int key's range must fit an int (no wrap-around)
-    DS_CHECK(key.type != T::kInt || (key.imin >= -kIntMax && key.imax <= kIntMax));
+    DS_CHECK(key.type != KeyType::kInt || (key.imin >= -kIntMax && key.imax <= kIntMax));
   return k;
 }
 
