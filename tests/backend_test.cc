@@ -11,6 +11,7 @@
 //   one by one against host references.
 // Tests needing a GPU skip with "no GPU: <reason>" when CudaAvailable() is
 // false (no CUDA build, no device, driver too old).
+#include "batch_fixtures.h"
 #include "backend/backend.h"
 
 #include <gtest/gtest.h>
@@ -81,16 +82,10 @@ std::vector<float> RandomParams(const NetworkSpec& spec, uint64_t seed, float sc
 }
 
 Batch RandomBatch(int B, int T, int V, uint64_t seed, bool weights) {
-  Batch b;
-  b.batch = B;
-  b.steps = T;
-  Philox rng(seed, 2);
-  for (int i = 0; i < B * T; ++i) {
-    b.inputs.push_back(int32_t(rng.Below(V)));
-    b.targets.push_back(int32_t(rng.Below(V)));
-    if (weights) b.weights.push_back(i % 7 == 3 ? 0.0f : (i % 5 == 1 ? 2.0f : 1.0f));
-  }
-  return b;
+  if (!weights) return testing::RandomBatch(B, T, V, seed, 2);
+  return testing::RandomBatch(B, T, V, seed, 2, [](int i, Philox&) {
+    return i % 7 == 3 ? 0.0f : (i % 5 == 1 ? 2.0f : 1.0f);
+  });
 }
 
 DeviceKind Kind(const std::string& name) {

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <vector>
 
+#include "batch_fixtures.h"
 #include "backend/cpu/buffer.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/dropout.h"
@@ -42,16 +43,10 @@ NetworkSpec SmallSpec(float dropout = 0.0f, int H = 4) {
 }
 
 Batch RandomBatch(int B, int T, int V, uint64_t seed, bool weighted) {
-  Philox rng(seed, 99);
-  Batch b;
-  b.batch = B;
-  b.steps = T;
-  for (int i = 0; i < B * T; ++i) {
-    b.inputs.push_back(int32_t(rng.Below(V)));
-    b.targets.push_back(int32_t(rng.Below(V)));
-    if (weighted) b.weights.push_back(i % 5 == 3 ? 0.0f : 0.5f + rng.Uniform());
-  }
-  return b;
+  if (!weighted) return testing::RandomBatch(B, T, V, seed, 99);
+  return testing::RandomBatch(B, T, V, seed, 99, [](int i, Philox& rng) {
+    return i % 5 == 3 ? 0.0f : 0.5f + float(rng.Uniform());
+  });
 }
 
 // Glorot init plus random biases (so every bias path carries signal).

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "batch_fixtures.h"
 #include "backend/cpu/buffer.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/gemm.h"
@@ -116,15 +117,7 @@ TEST(Bf16, GemmIsExactProductsWithFp32Accumulation) {
 }
 
 Batch RandomBatch(int B, int T, int V, uint64_t seed) {
-  Philox rng(seed, 99);
-  Batch b;
-  b.batch = B;
-  b.steps = T;
-  for (int i = 0; i < B * T; ++i) {
-    b.inputs.push_back(int32_t(rng.Below(V)));
-    b.targets.push_back(int32_t(rng.Below(V)));
-  }
-  return b;
+  return testing::RandomBatch(B, T, V, seed, 99);
 }
 
 NetworkSpec Spec(Architecture a, int H) {
