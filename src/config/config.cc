@@ -247,6 +247,9 @@ void AddGenerationKeys(KeyTable& add) {
   Choices(DS_KEY(field_order, T::kString, G::kTokenizer,
                  "field tokenizer: column generation order (auto: fewest distinct values first)"),
           {"auto", "header"});
+  DS_KEY(field_relations, T::kBool, G::kTokenizer,
+         "field tokenizer: learn order relations between numeric columns (a <= b on every "
+         "training row) and keep them in generation");
   Ints(DS_KEY(field_rare_count, T::kInt, G::kTokenizer,
               "field tokenizer: category values seen fewer times share one <other> token"),
        1, 1000000000);

@@ -92,6 +92,7 @@ struct Config {
   // ---- field tokenizer (typed fields) ----
   std::string field_types;   // "col=type;col2=type" overrides ("" = infer every column)
   std::string field_order = "auto";  // "auto": fewest distinct values first; "header"
+  bool field_relations = true;  // learn numeric a <= b relations and keep them in generation
   int field_rare_count = 2;  // category values seen fewer times share <other>
   std::string schema;        // public schema file (schema/public_schema.h); "" = none
   bool calibrate = false;    // match generated 1-way marginals to measured ones (train/calibrate.h)

@@ -186,7 +186,56 @@ Result<std::unique_ptr<FieldTokenizer>> FieldTokenizer::Train(
     if (!std::is_sorted(order.begin(), order.end())) t->order_ = std::move(order);
   }
   DS_RETURN_IF_ERROR(t->Finalize());
+  if (opts.relations) {
+    t->LearnColumnRelations(records);
+    DS_RETURN_IF_ERROR(t->CheckRelations());
+  }
   return t;
+}
+
+// Every training row, through RelationLearner (field_relations.h), over the numeric
+// columns with values; the values as EncodeValue scales them (missing spellings skipped).
+void FieldTokenizer::LearnColumnRelations(const std::vector<std::vector<std::string>>& records) {
+  std::vector<int> num, decimals;
+  for (size_t ci = 0; ci < cols_.size(); ++ci) {
+    if (!IsNumericField(cols_[ci].type.type) || cols_[ci].edges.empty()) continue;
+    num.push_back(int(ci));
+    decimals.push_back(cols_[ci].type.decimals);
+  }
+  relations_.clear();
+  if (num.size() < 2) return;
+  RelationLearner learner(num, decimals);
+  std::vector<int64_t> row(num.size());
+  for (const auto& r : records) {
+    for (size_t k = 0; k < num.size(); ++k) {
+      const Column& c = cols_[size_t(num[k])];
+      const std::string& v = r[size_t(num[k])];
+      row[k] = RelationLearner::kMissing;
+      if (IsMissing(v) || c.index.count(v) || !ValueFitsType(c.type, v)) continue;
+      ScaleToColumn(c.type, v, &row[k]);
+    }
+    learner.AddRow(row.data());
+  }
+  relations_ = learner.Finish();
+}
+
+// Relations name two distinct numeric columns with values; rel_of_col_ indexes them.
+Status FieldTokenizer::CheckRelations() const {
+  auto& by_col = const_cast<std::vector<std::vector<int>>&>(rel_of_col_);
+  by_col.assign(cols_.size(), {});
+  for (size_t i = 0; i < relations_.size(); ++i) {
+    const FieldRelation& r = relations_[i];
+    for (int ci : {r.lo, r.hi}) {
+      if (ci < 0 || ci >= int(cols_.size()) || !IsNumericField(cols_[size_t(ci)].type.type) ||
+          cols_[size_t(ci)].edges.empty())
+        return DS_ERR(kCorrupt, "relation {}: column {} is not a numeric column with values", i + 1,
+                      ci + 1);
+    }
+    if (r.lo == r.hi) return DS_ERR(kCorrupt, "relation {}: a column against itself", i + 1);
+    by_col[size_t(r.lo)].push_back(int(i));
+    by_col[size_t(r.hi)].push_back(int(i));
+  }
+  return Status::Ok();
 }
 
 std::vector<int> FieldTokenizer::generation_order() const {
@@ -328,6 +377,7 @@ Status FieldTokenizer::Finalize() {
     if (next > INT32_MAX / 2) return DS_ERR(kCorrupt, "vocabulary too large");
   }
   vocab_ = int(next);
+  DS_RETURN_IF_ERROR(CheckRelations());
   return CheckOrder();
 }
 
@@ -505,7 +555,12 @@ void FieldTokenizer::SkipEmpty(Cursor* c, std::vector<std::string>* fields) cons
 }
 
 void FieldTokenizer::Begin(Cursor* c, std::vector<std::string>* fields) const {
+  std::vector<int64_t> num = std::move(c->num);  // keeps its buffer
   *c = Cursor();
+  if (!relations_.empty()) {
+    num.assign(cols_.size(), kNoValue);
+    c->num = std::move(num);
+  }
   SkipEmpty(c, fields);
 }
 
@@ -578,6 +633,7 @@ void FieldTokenizer::Advance(Cursor* c, int32_t id, std::vector<std::string>* fi
       }
       if (c->part == BinDigits(col, c->bin)) {
         const int64_t s = col.edges[size_t(c->bin)] + c->acc;
+        if (!c->num.empty()) c->num[size_t(ColAt(c->col))] = s;
         return Complete(c, FormatNumber(s, col.type.decimals, col.type.trim), fields);
       }
       ++c->part;
@@ -642,11 +698,8 @@ void FieldTokenizer::Mask(const Cursor& c, float* logits) const {
   std::fill(logits + hi, logits + vocab_, kNeg);
   if (c.col >= int(cols_.size())) return;
   const Column& col = cols_[size_t(ColAt(c.col))];
-  if (IsNumericField(col.type.type) && c.part > 0) {
-    const int ndb = BinDigits(col, c.bin);
-    const int64_t w = col.edges[size_t(c.bin) + 1] - col.edges[size_t(c.bin)];
-    for (int d = 0; d < 10; ++d)
-      if ((c.acc * 10 + d) * Pow10(ndb - c.part) > w - 1) logits[lo + d] = kNeg;
+  if (IsNumericField(col.type.type)) {
+    MaskNumeric(c, col, lo, logits);
   } else if (col.type.type == FieldType::kDatetime && !col.part_base.empty() &&
              col.format->parts()[size_t(c.part)] == DatePart::kDay) {
     for (int d = DaysInMonth(c.dt.year, c.dt.month); d < 31; ++d) logits[lo + d] = kNeg;
@@ -667,6 +720,81 @@ void FieldTokenizer::Mask(const Cursor& c, float* logits) const {
       logits[eof] = kNeg;
     }
   }
+}
+
+// The bounds the relations put on column ci from the values already written: lo <= v
+// <= hi, scaled at ci's decimals (false: no relation has its other column written yet).
+bool FieldTokenizer::RelationBounds(const Cursor& c, int ci, int64_t* lo, int64_t* hi) const {
+  if (c.num.empty() || rel_of_col_[size_t(ci)].empty()) return false;
+  const int d = cols_[size_t(ci)].type.decimals;
+  bool any = false;
+  *lo = INT64_MIN;
+  *hi = INT64_MAX;
+  for (int ri : rel_of_col_[size_t(ci)]) {
+    const FieldRelation& r = relations_[size_t(ri)];
+    const int other = r.lo == ci ? r.hi : r.lo;
+    const int64_t v = c.num[size_t(other)];
+    if (v == kNoValue) continue;
+    const int dv = cols_[size_t(other)].type.decimals;
+    if (r.lo == ci) {
+      *hi = std::min(*hi, FloorRescale(v, dv, d));  // ci <= other
+    } else {
+      *lo = std::max(*lo, CeilRescale(v, dv, d));  // other <= ci
+    }
+    any = true;
+  }
+  return any;
+}
+
+// A number's tokens: a bin whose values meet the relations' bounds (none when no bin
+// does: then the bounds are dropped, not the record), then digits that keep some
+// completion of the residual inside the bin and the bounds.
+void FieldTokenizer::MaskNumeric(const Cursor& c, const Column& col, int lo,
+                                 float* logits) const {
+  const float kNeg = -INFINITY;
+  const int ci = ColAt(c.col);
+  int64_t blo = 0, bhi = 0;
+  const bool bounded = RelationBounds(c, ci, &blo, &bhi) && blo <= bhi;
+  const int m = int(col.missing.size()), nb = NumBins(col);
+  if (c.part == 0) {
+    if (!bounded) return;
+    std::vector<int> out;
+    for (int b = 0; b < nb; ++b)
+      if (col.edges[size_t(b) + 1] - 1 < blo || col.edges[size_t(b)] > bhi) out.push_back(b);
+    if (int(out.size()) == nb) return;
+    for (int b : out) logits[col.base + m + b] = kNeg;
+    return;
+  }
+  const int ndb = BinDigits(col, c.bin);
+  const int64_t e = col.edges[size_t(c.bin)];
+  const int64_t w = col.edges[size_t(c.bin) + 1] - e;
+  __int128 rlo = 0, rhi = w - 1;  // the residual's legal interval
+  if (bounded) {
+    const __int128 nlo = std::max<__int128>(rlo, __int128(blo) - e);
+    const __int128 nhi = std::min<__int128>(rhi, __int128(bhi) - e);
+    if (nlo <= nhi) rlo = nlo, rhi = nhi;
+  }
+  const __int128 span = Pow10(ndb - c.part);
+  for (int d = 0; d < 10; ++d) {
+    const __int128 first = (__int128(c.acc) * 10 + d) * span, last = first + span - 1;
+    if (first > rhi || last < rlo) logits[lo + d] = kNeg;
+  }
+}
+
+// "" when every relation holds between the fields (both numbers), else why not.
+std::string FieldTokenizer::CheckRelationFields(const std::vector<std::string>& fields) const {
+  for (const FieldRelation& r : relations_) {
+    const Column &a = cols_[size_t(r.lo)], &b = cols_[size_t(r.hi)];
+    const std::string &va = fields[size_t(r.lo)], &vb = fields[size_t(r.hi)];
+    if (IsMissing(va) || IsMissing(vb) || a.index.count(va) || b.index.count(vb)) continue;
+    int64_t sa = 0, sb = 0;
+    if (!ScaleToColumn(a.type, va, &sa) || !ScaleToColumn(b.type, vb, &sb)) continue;
+    if (CompareScaled(sa, a.type.decimals, sb, b.type.decimals) > 0)
+      return fmt::format("field {} '{}' = {} is greater than field {} '{}' = {} ('{}' <= '{}' "
+                         "on every training row)",
+                         r.lo + 1, a.name, va, r.hi + 1, b.name, vb, a.name, b.name);
+  }
+  return "";
 }
 
 std::string FieldTokenizer::DecodeRecord(std::span<const int32_t> ids,
@@ -707,7 +835,7 @@ std::string FieldTokenizer::CheckFields(const std::vector<std::string>& fields) 
     Status s = EncodeValue(int(f), fields[f], &ids);
     if (!s.ok()) return fmt::format("field {}: {}", f + 1, s.message());
   }
-  return "";
+  return CheckRelationFields(fields);
 }
 
 std::string FieldTokenizer::CanonicalValue(int column, std::string_view v) const {
@@ -755,6 +883,14 @@ std::string FieldTokenizer::Describe() const {
                        c.size ? fmt::format(", ids {}..{}", c.base, c.base + c.size - 1) : "");
   }
   if (!order_.empty()) out += fmt::format("  generated in the order: {}\n", OrderText());
+  if (!relations_.empty()) {
+    std::string list;
+    for (size_t i = 0; i < relations_.size() && i < 12; ++i)
+      list += fmt::format("{}{} <= {}", i ? ", " : "", cols_[size_t(relations_[i].lo)].name,
+                          cols_[size_t(relations_[i].hi)].name);
+    if (relations_.size() > 12) list += fmt::format(", ... ({} in all)", relations_.size());
+    out += fmt::format("  relations kept: {}\n", list);
+  }
   return out;
 }
 
@@ -818,6 +954,11 @@ Status FieldTokenizer::Save(const std::string& dir) const {
   }
   j["field"] = {{"rare_count", rare_count_}, {"columns", std::move(cols)}};
   if (!order_.empty()) j["field"]["order"] = order_;  // absent: header order (older models)
+  if (!relations_.empty()) {  // absent: none (older models)
+    nlohmann::json rel = nlohmann::json::array();
+    for (const FieldRelation& r : relations_) rel.push_back({r.lo, r.hi});
+    j["field"]["relations"] = std::move(rel);
+  }
   return tok_internal::WriteFile((std::filesystem::path(dir) / tok_internal::kJsonFile).string(),
                                  j.dump(1) + "\n");
 }
@@ -895,6 +1036,15 @@ Result<std::unique_ptr<Tokenizer>> FieldTokenizer::Load(const nlohmann::json& j,
     for (const auto& v : JsonArray(f, "order", tok_internal::kMaxColumns, path)) {
       if (!v.is_number_integer()) return DS_ERR(kCorrupt, "{}: 'order' must hold integers", path);
       t->order_.push_back(int(std::clamp<int64_t>(v.get<int64_t>(), -1, INT32_MAX)));
+    }
+  }
+  if (f.contains("relations")) {
+    for (const auto& v : JsonArray(f, "relations", size_t(1) << 16, path)) {
+      if (!v.is_array() || v.size() != 2 || !v[0].is_number_integer() ||
+          !v[1].is_number_integer())
+        return DS_ERR(kCorrupt, "{}: 'relations' must hold [lo, hi] column pairs", path);
+      t->relations_.push_back({int(std::clamp<int64_t>(v[0].get<int64_t>(), -1, INT32_MAX)),
+                               int(std::clamp<int64_t>(v[1].get<int64_t>(), -1, INT32_MAX))});
     }
   }
   Status s = t->Finalize();

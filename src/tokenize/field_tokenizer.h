@@ -66,6 +66,7 @@
 #include <nlohmann/json.hpp>
 
 #include "schema/column_type.h"
+#include "tokenize/field_relations.h"
 #include "tokenize/tokenizer.h"
 
 namespace ds {
@@ -76,6 +77,7 @@ struct FieldTokenizerOptions {
   int rare_count = 2;  // categorical values seen fewer times go to <other>
   bool header_order = false;  // generate the columns in header order (else fewest values first)
   std::map<std::string, std::string> field_types;  // overrides by column name
+  bool relations = true;  // learn order relations between numeric columns (field_relations.h)
 };
 
 class FieldTokenizer final : public Tokenizer {
@@ -134,7 +136,11 @@ class FieldTokenizer final : public Tokenizer {
     bool broken = false;
     DateTime dt;       // datetime parts so far
     std::string text;  // text field so far
+    // With relations: [columns] each numeric column's scaled value once written
+    // (kNoValue: not yet, or missing).
+    std::vector<int64_t> num;
   };
+  static constexpr int64_t kNoValue = INT64_MIN;
 
   static Result<std::unique_ptr<FieldTokenizer>> Train(
       const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& records,
@@ -178,6 +184,7 @@ class FieldTokenizer final : public Tokenizer {
   Status Save(const std::string& dir) const override;
 
   const std::vector<Column>& columns() const { return cols_; }
+  const std::vector<FieldRelation>& relations() const { return relations_; }
   // The header columns in the order a record's values are generated (see
   // "Generation order" in the file comment).
   std::vector<int> generation_order() const;
@@ -217,6 +224,13 @@ class FieldTokenizer final : public Tokenizer {
   // [lo, hi) of the current part's ids.
   void PartRange(const Cursor& c, int* lo, int* hi) const;
   std::string OrderText() const;  // "state, county, ..." (generation order)
+  // Relations: learned in Train, checked in Finalize; the scaled bounds [*lo, *hi] that
+  // the values already written put on column ci (false: none).
+  void LearnColumnRelations(const std::vector<std::vector<std::string>>& records);
+  Status CheckRelations() const;
+  bool RelationBounds(const Cursor& c, int ci, int64_t* lo, int64_t* hi) const;
+  void MaskNumeric(const Cursor& c, const Column& col, int lo, float* logits) const;
+  std::string CheckRelationFields(const std::vector<std::string>& fields) const;
 
   // The header column at generation position `pos` (Cursor::col).
   int ColAt(int pos) const { return order_.empty() ? pos : order_[size_t(pos)]; }
@@ -225,6 +239,8 @@ class FieldTokenizer final : public Tokenizer {
   // Generation order: order_[pos] = the header column written at position
   // pos; empty = header order (older models, schemas, field_order "header").
   std::vector<int> order_;
+  std::vector<FieldRelation> relations_;       // sorted by (lo, hi)
+  std::vector<std::vector<int>> rel_of_col_;   // [column] indices into relations_
   int rare_count_ = 2;
   int vocab_ = 1;
   std::vector<std::string> names_;  // [V] token display names

@@ -222,6 +222,7 @@ Result<std::unique_ptr<Tokenizer>> TrainTokenizer(
     fo.rare_count = config.rare_count;
     fo.field_types = config.field_types;
     fo.header_order = config.field_header_order;
+    fo.relations = config.field_relations;
     DS_ASSIGN_OR_RETURN(auto ft, FieldTokenizer::Train(config.header, records, fo));
     return std::unique_ptr<Tokenizer>(std::move(ft));
   }

@@ -76,6 +76,7 @@ struct TokenizerConfig {
   int rare_count = 2;
   std::map<std::string, std::string> field_types;
   bool field_header_order = false;  // field_order "header"
+  bool field_relations = true;      // field_relations
 };
 
 class Tokenizer {

@@ -423,6 +423,7 @@ class TrainRun {
         t.rare_count = cfg_.field_rare_count;
         DS_ASSIGN_OR_RETURN(t.field_types, ParseFieldTypes(cfg_.field_types));
         t.field_header_order = cfg_.field_order == "header";
+        t.field_relations = cfg_.field_relations;
       }
       if (cfg_.tokenizer == "field" && !schema_.columns.empty()) {
         DS_ASSIGN_OR_RETURN(tok, FieldTokenizer::FromSchema(schema_));
