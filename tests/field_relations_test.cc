@@ -255,5 +255,41 @@ TEST(FieldRelations, SavedLoadedAndCheckedOnLoad) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(FieldRelations, DatesKeepTheirOrder) {
+  EXPECT_LT(DateKey({2020, 12, 31, 23, 59, 59}), DateKey({2021, 1, 1, 0, 0, 0}));
+  EXPECT_EQ(DateKey(DateFromKey(DateKey({1999, 2, 28, 7, 5, 3}))),
+            DateKey({1999, 2, 28, 7, 5, 3}));
+  // start <= end on every row (end = start + 0..60 days); `other` has other parts.
+  std::vector<std::vector<std::string>> recs;
+  Philox rng(8, 1);
+  auto fmt_date = [](int y, int m, int d) { return fmt::format("{}-{:02d}-{:02d}", y, m, d); };
+  for (int i = 0; i < 400; ++i) {
+    int y = 2019 + int(rng.Below(3)), m = 1 + int(rng.Below(12)), d = 1 + int(rng.Below(28));
+    const std::string start = fmt_date(y, m, d);
+    for (int k = int(rng.Below(61)); k > 0; --k)
+      if (++d > DaysInMonth(y, m)) d = 1, m = m == 12 ? (++y, 1) : m + 1;
+    // `other` is always later, but has a time: no relation with the dates.
+    recs.push_back({start, fmt_date(y, m, d), fmt::format("2030-01-01 {:02d}:00", int(rng.Below(24)))});
+  }
+  FieldTokenizerOptions o;
+  o.header_order = true;
+  auto t = FieldTokenizer::Train({"start", "end", "other"}, recs, o);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_EQ((*t)->relations(), (std::vector<FieldRelation>{{0, 1}}));
+  const auto& end = (*t)->columns()[1];
+  for (size_t r : {0, 1, 2, 3}) {
+    const std::string& start = recs[r][0];
+    std::set<std::string> want;
+    for (int y = end.year_lo; y <= end.year_hi; ++y)
+      for (int m = 1; m <= 12; ++m)
+        for (int d = 1; d <= DaysInMonth(y, m); ++d)
+          if (fmt_date(y, m, d) >= start) want.insert(fmt_date(y, m, d));  // ISO sorts as dates
+    EXPECT_EQ(Reachable(**t, start), want) << start;
+  }
+  EXPECT_EQ((*t)->columns()[2].type.type, FieldType::kDatetime);
+  EXPECT_NE((*t)->CheckFields({"2020-03-02", "2020-03-01", "2030-01-01 10:00"}), "");
+  EXPECT_EQ((*t)->CheckFields({"2020-03-01", "2020-03-01", "2030-01-01 10:00"}), "");
+}
+
 }  // namespace
 }  // namespace ds

@@ -4,6 +4,8 @@
 #include <limits>
 #include <utility>
 
+#include "schema/column_type.h"
+
 namespace ds {
 namespace {
 
@@ -61,13 +63,34 @@ int64_t FloorRescale(int64_t a, int da, int d) {
   return Saturate(FloorDiv(i128(a), Pow10(da - d)));
 }
 
+int64_t DateKey(const DateTime& d) {
+  return ((((int64_t(d.year) * 13 + d.month) * 32 + d.day) * 25 + d.hour) * 61 + d.minute) * 61 +
+         d.second;
+}
+
+DateTime DateFromKey(int64_t k) {
+  DateTime d;
+  d.second = int(k % 61);
+  k /= 61;
+  d.minute = int(k % 61);
+  k /= 61;
+  d.hour = int(k % 25);
+  k /= 25;
+  d.day = int(k % 32);
+  k /= 32;
+  d.month = int(k % 13);
+  d.year = int(k / 13);
+  return d;
+}
+
 RelationLearner::RelationLearner(std::vector<int> columns, std::vector<int> decimals,
-                                 RelationOptions opts)
+                                 RelationOptions opts, std::vector<int> group)
     : columns_(std::move(columns)), decimals_(std::move(decimals)), opts_(opts) {
   const int k = int(columns_.size());
   for (int i = 0; i < k; ++i)
     for (int j = 0; j < k; ++j)
-      if (i != j) alive_.push_back({i, j});
+      if (i != j && (group.empty() || group[size_t(i)] == group[size_t(j)]))
+        alive_.push_back({i, j});
   sample_.resize(size_t(k));
   seen_.assign(size_t(k), 0);
 }

@@ -1,6 +1,9 @@
 // Order relations between numeric columns, learned from the training records and kept
 // by construction in generation (docs/typed_fields.md, "Relations between columns").
 //
+// Datetime columns take part too, against datetime columns with the same parts (both
+// dates, or both date and time): compared by DateKey, which orders as the dates do.
+//
 // A relation lo <= hi holds when, on every training row where both columns hold a number,
 // value(lo) <= value(hi) (compared exactly, each at its column's decimals), and the
 // relation is not implied by the two ranges alone: were the columns independent (each
@@ -37,6 +40,12 @@ int CompareScaled(int64_t a, int da, int64_t b, int db);
 int64_t CeilRescale(int64_t a, int da, int d);
 int64_t FloorRescale(int64_t a, int da, int d);
 
+// A datetime as one integer that orders as the datetimes do (parts a format lacks: their
+// DateTime defaults); and back.
+struct DateTime;  // schema/column_type.h
+int64_t DateKey(const DateTime& d);
+DateTime DateFromKey(int64_t key);
+
 // Tests every ordered pair of the given numeric columns over a stream of rows: a pair
 // drops out at its first row that breaks it, so the cost is rows x surviving pairs. The
 // independence estimate uses a reservoir sample of each column (a fixed seed:
@@ -44,8 +53,10 @@ int64_t FloorRescale(int64_t a, int da, int d);
 class RelationLearner {
  public:
   static constexpr int64_t kMissing = INT64_MIN;
-  // columns[k]: the column index reported for value k of a row; decimals[k] its scale.
-  RelationLearner(std::vector<int> columns, std::vector<int> decimals, RelationOptions opts = {});
+  // columns[k]: the column index reported for value k of a row; decimals[k] its scale;
+  // group[k]: only columns of the same group are paired (empty: one group).
+  RelationLearner(std::vector<int> columns, std::vector<int> decimals, RelationOptions opts = {},
+                  std::vector<int> group = {});
   // values[k]: the scaled value of column k in this row, or kMissing.
   void AddRow(const int64_t* values);
   // The relations found, sorted by (lo, hi).

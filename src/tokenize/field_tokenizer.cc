@@ -193,45 +193,85 @@ Result<std::unique_ptr<FieldTokenizer>> FieldTokenizer::Train(
   return t;
 }
 
-// Every training row, through RelationLearner (field_relations.h), over the numeric
-// columns with values; the values as EncodeValue scales them (missing spellings skipped).
+namespace {
+
+bool HasValues(const FieldTokenizer::Column& c) {
+  if (IsNumericField(c.type.type)) return !c.edges.empty();
+  return c.type.type == FieldType::kDatetime && !c.part_base.empty();
+}
+
+// The scale of a column's relation keys: its decimals (numbers), 0 (DateKey).
+int KeyDecimals(const FieldTokenizer::Column& c) {
+  return IsNumericField(c.type.type) ? c.type.decimals : 0;
+}
+
+}  // namespace
+
+// A value as its relations compare it: scaled as EncodeValue scales it, or DateKey.
+bool FieldTokenizer::RelationKey(int ci, std::string_view v, int64_t* key) const {
+  const Column& c = cols_[size_t(ci)];
+  if (IsMissing(v) || c.index.count(std::string(v)) || !ValueFitsType(c.type, v)) return false;
+  if (IsNumericField(c.type.type)) return ScaleToColumn(c.type, v, key);
+  DateTime d;
+  if (!c.format || !c.format->Read(v, &d)) return false;
+  *key = DateKey(d);
+  return true;
+}
+
+bool FieldTokenizer::Related(int a, int b) const {
+  const Column &x = cols_[size_t(a)], &y = cols_[size_t(b)];
+  if (!HasValues(x) || !HasValues(y)) return false;
+  if (IsNumericField(x.type.type)) return IsNumericField(y.type.type);
+  return y.type.type == FieldType::kDatetime && x.format->parts() == y.format->parts();
+}
+
+// Every training row, through RelationLearner (field_relations.h), over the numeric and
+// datetime columns with values (missing spellings skipped); datetimes are paired only
+// with datetimes of the same parts.
 void FieldTokenizer::LearnColumnRelations(const std::vector<std::vector<std::string>>& records) {
-  std::vector<int> num, decimals;
+  std::vector<int> cols, decimals, group;
+  std::vector<std::vector<DatePart>> part_lists;
   for (size_t ci = 0; ci < cols_.size(); ++ci) {
-    if (!IsNumericField(cols_[ci].type.type) || cols_[ci].edges.empty()) continue;
-    num.push_back(int(ci));
-    decimals.push_back(cols_[ci].type.decimals);
+    const Column& c = cols_[ci];
+    if (!HasValues(c)) continue;
+    int g = 0;
+    if (c.type.type == FieldType::kDatetime) {
+      auto it = std::find(part_lists.begin(), part_lists.end(), c.format->parts());
+      g = 1 + int(it - part_lists.begin());
+      if (it == part_lists.end()) part_lists.push_back(c.format->parts());
+    }
+    cols.push_back(int(ci));
+    decimals.push_back(KeyDecimals(c));
+    group.push_back(g);
   }
   relations_.clear();
-  if (num.size() < 2) return;
-  RelationLearner learner(num, decimals);
-  std::vector<int64_t> row(num.size());
+  if (cols.size() < 2) return;
+  RelationLearner learner(cols, decimals, RelationOptions{}, group);
+  std::vector<int64_t> row(cols.size());
   for (const auto& r : records) {
-    for (size_t k = 0; k < num.size(); ++k) {
-      const Column& c = cols_[size_t(num[k])];
-      const std::string& v = r[size_t(num[k])];
-      row[k] = RelationLearner::kMissing;
-      if (IsMissing(v) || c.index.count(v) || !ValueFitsType(c.type, v)) continue;
-      ScaleToColumn(c.type, v, &row[k]);
-    }
+    for (size_t k = 0; k < cols.size(); ++k)
+      if (!RelationKey(cols[k], r[size_t(cols[k])], &row[k])) row[k] = RelationLearner::kMissing;
     learner.AddRow(row.data());
   }
   relations_ = learner.Finish();
 }
 
-// Relations name two distinct numeric columns with values; rel_of_col_ indexes them.
+// Relations name two distinct related columns (Related); rel_of_col_ indexes them.
 Status FieldTokenizer::CheckRelations() const {
   auto& by_col = const_cast<std::vector<std::vector<int>>&>(rel_of_col_);
   by_col.assign(cols_.size(), {});
   for (size_t i = 0; i < relations_.size(); ++i) {
     const FieldRelation& r = relations_[i];
     for (int ci : {r.lo, r.hi}) {
-      if (ci < 0 || ci >= int(cols_.size()) || !IsNumericField(cols_[size_t(ci)].type.type) ||
-          cols_[size_t(ci)].edges.empty())
-        return DS_ERR(kCorrupt, "relation {}: column {} is not a numeric column with values", i + 1,
-                      ci + 1);
+      if (ci < 0 || ci >= int(cols_.size()))
+        return DS_ERR(kCorrupt, "relation {}: no column {}", i + 1, ci + 1);
     }
     if (r.lo == r.hi) return DS_ERR(kCorrupt, "relation {}: a column against itself", i + 1);
+    if (!Related(r.lo, r.hi))
+      return DS_ERR(kCorrupt,
+                    "relation {}: columns {} and {} are not two numbers or two datetimes of "
+                    "the same parts",
+                    i + 1, r.lo + 1, r.hi + 1);
     by_col[size_t(r.lo)].push_back(int(i));
     by_col[size_t(r.hi)].push_back(int(i));
   }
@@ -659,6 +699,7 @@ void FieldTokenizer::Advance(Cursor* c, int32_t id, std::vector<std::string>* fi
       }
       if (size_t(++c->part) == parts.size()) {
         std::string s = col.format->Write(c->dt);
+        if (!c->num.empty()) c->num[size_t(ColAt(c->col))] = DateKey(c->dt);
         c->dt = DateTime();
         return Complete(c, std::move(s), fields);
       }
@@ -700,9 +741,8 @@ void FieldTokenizer::Mask(const Cursor& c, float* logits) const {
   const Column& col = cols_[size_t(ColAt(c.col))];
   if (IsNumericField(col.type.type)) {
     MaskNumeric(c, col, lo, logits);
-  } else if (col.type.type == FieldType::kDatetime && !col.part_base.empty() &&
-             col.format->parts()[size_t(c.part)] == DatePart::kDay) {
-    for (int d = DaysInMonth(c.dt.year, c.dt.month); d < 31; ++d) logits[lo + d] = kNeg;
+  } else if (col.type.type == FieldType::kDatetime && !col.part_base.empty()) {
+    MaskDate(c, col, logits);
   } else if (IsTextField(col.type.type) && !col.closed.empty()) {
     const int eof = col.base + int(col.chars.size());
     const auto& edges = col.trie[size_t(c.node)];
@@ -726,7 +766,7 @@ void FieldTokenizer::Mask(const Cursor& c, float* logits) const {
 // <= hi, scaled at ci's decimals (false: no relation has its other column written yet).
 bool FieldTokenizer::RelationBounds(const Cursor& c, int ci, int64_t* lo, int64_t* hi) const {
   if (c.num.empty() || rel_of_col_[size_t(ci)].empty()) return false;
-  const int d = cols_[size_t(ci)].type.decimals;
+  const int d = KeyDecimals(cols_[size_t(ci)]);
   bool any = false;
   *lo = INT64_MIN;
   *hi = INT64_MAX;
@@ -735,7 +775,7 @@ bool FieldTokenizer::RelationBounds(const Cursor& c, int ci, int64_t* lo, int64_
     const int other = r.lo == ci ? r.hi : r.lo;
     const int64_t v = c.num[size_t(other)];
     if (v == kNoValue) continue;
-    const int dv = cols_[size_t(other)].type.decimals;
+    const int dv = KeyDecimals(cols_[size_t(other)]);
     if (r.lo == ci) {
       *hi = std::min(*hi, FloorRescale(v, dv, d));  // ci <= other
     } else {
@@ -781,15 +821,63 @@ void FieldTokenizer::MaskNumeric(const Cursor& c, const Column& col, int lo,
   }
 }
 
+namespace {
+
+int PartValue(const DateTime& d, DatePart p) {
+  switch (p) {
+    case DatePart::kYear: return d.year;
+    case DatePart::kMonth: return d.month;
+    case DatePart::kDay: return d.day;
+    case DatePart::kHour: return d.hour;
+    case DatePart::kMinute: return d.minute;
+    case DatePart::kSecond: return d.second;
+  }
+  return 0;
+}
+
+}  // namespace
+
+// A datetime part's tokens: days up to the month's length; with relations, while the
+// parts so far equal the bound's (the bound is tight), values on the bound's side only
+// (dropped when that leaves none). Part k's tokens from part_base[k] are the values from
+// `first` (year_lo for years, 1 for months and days, 0 for times).
+void FieldTokenizer::MaskDate(const Cursor& c, const Column& col, float* logits) const {
+  const float kNeg = -INFINITY;
+  const auto& parts = col.format->parts();
+  const DatePart p = parts[size_t(c.part)];
+  const int first = p == DatePart::kYear ? col.year_lo
+                    : (p == DatePart::kMonth || p == DatePart::kDay) ? 1 : 0;
+  const int base = col.part_base[size_t(c.part)];
+  const int end = size_t(c.part) + 1 < parts.size() ? col.part_base[size_t(c.part) + 1]
+                                                    : col.base + col.size;
+  int vlo = first, vhi = first + (end - base) - 1;
+  if (p == DatePart::kDay) vhi = std::min(vhi, DaysInMonth(c.dt.year, c.dt.month));
+  int64_t klo = 0, khi = 0;
+  if (RelationBounds(c, ColAt(c.col), &klo, &khi) && klo <= khi) {
+    auto tight = [&](const DateTime& b) {
+      for (int k = 0; k < c.part; ++k)
+        if (PartValue(c.dt, parts[size_t(k)]) != PartValue(b, parts[size_t(k)])) return false;
+      return true;
+    };
+    int rlo = vlo, rhi = vhi;
+    if (klo != INT64_MIN && tight(DateFromKey(klo)))
+      rlo = std::max(rlo, PartValue(DateFromKey(klo), p));
+    if (khi != INT64_MAX && tight(DateFromKey(khi)))
+      rhi = std::min(rhi, PartValue(DateFromKey(khi), p));
+    if (rlo <= rhi) vlo = rlo, vhi = rhi;
+  }
+  for (int id = base; id < base + (vlo - first); ++id) logits[id] = kNeg;
+  for (int id = base + (vhi - first) + 1; id < end; ++id) logits[id] = kNeg;
+}
+
 // "" when every relation holds between the fields (both numbers), else why not.
 std::string FieldTokenizer::CheckRelationFields(const std::vector<std::string>& fields) const {
   for (const FieldRelation& r : relations_) {
     const Column &a = cols_[size_t(r.lo)], &b = cols_[size_t(r.hi)];
     const std::string &va = fields[size_t(r.lo)], &vb = fields[size_t(r.hi)];
-    if (IsMissing(va) || IsMissing(vb) || a.index.count(va) || b.index.count(vb)) continue;
     int64_t sa = 0, sb = 0;
-    if (!ScaleToColumn(a.type, va, &sa) || !ScaleToColumn(b.type, vb, &sb)) continue;
-    if (CompareScaled(sa, a.type.decimals, sb, b.type.decimals) > 0)
+    if (!RelationKey(r.lo, va, &sa) || !RelationKey(r.hi, vb, &sb)) continue;
+    if (CompareScaled(sa, KeyDecimals(a), sb, KeyDecimals(b)) > 0)
       return fmt::format("field {} '{}' = {} is greater than field {} '{}' = {} ('{}' <= '{}' "
                          "on every training row)",
                          r.lo + 1, a.name, va, r.hi + 1, b.name, vb, a.name, b.name);

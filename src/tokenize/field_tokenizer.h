@@ -230,6 +230,9 @@ class FieldTokenizer final : public Tokenizer {
   Status CheckRelations() const;
   bool RelationBounds(const Cursor& c, int ci, int64_t* lo, int64_t* hi) const;
   void MaskNumeric(const Cursor& c, const Column& col, int lo, float* logits) const;
+  void MaskDate(const Cursor& c, const Column& col, float* logits) const;
+  bool RelationKey(int ci, std::string_view v, int64_t* key) const;  // false: missing
+  bool Related(int a, int b) const;  // both numeric, or datetimes with the same parts
   std::string CheckRelationFields(const std::vector<std::string>& fields) const;
 
   // The header column at generation position `pos` (Cursor::col).
