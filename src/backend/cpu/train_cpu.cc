@@ -240,6 +240,14 @@ class TrainImpl final : public CpuTrainBackend {
     std::memcpy(params_.data(), host, layout_.total * sizeof(float));
     perm_dirty_ = true;
   }
+  void SetParamsExcept(const float* host, size_t begin, size_t end) override {
+    if (!(begin <= end && end <= layout_.total))
+      DS_THROW(kInvalidArgument, "parameters [{}, {}) outside the {} parameters", begin, end,
+               layout_.total);
+    std::memcpy(params_.data(), host, begin * sizeof(float));
+    std::memcpy(params_.data() + end, host + end, (layout_.total - end) * sizeof(float));
+    perm_dirty_ = true;
+  }
   void GetParams(float* host) const override {
     std::memcpy(host, params_.data(), layout_.total * sizeof(float));
   }
