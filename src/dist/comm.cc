@@ -66,20 +66,13 @@ Status CheckMpi(int rc, const char* call) {
 }
 
 Status Wait(MPI_Request* req, const char* call) {
-  const double t0 = WallNow();
-  for (;;) {
+  Status st;
+  WaitUntil([&] {
     int done = 0;
-    DS_RETURN_IF_ERROR(CheckMpi(MPI_Test(req, &done, MPI_STATUS_IGNORE), call));
-    if (done) return Status::Ok();
-    const double waited = WallNow() - t0;
-    if (waited < 2e-4) continue;  // balanced ranks on idle cores: no added latency
-    if (waited < 1e-3) {
-      ::sched_yield();
-      continue;
-    }
-    timespec ts{0, 50000};
-    ::nanosleep(&ts, nullptr);
-  }
+    st = CheckMpi(MPI_Test(req, &done, MPI_STATUS_IGNORE), call);
+    return done != 0 || !st.ok();
+  });
+  return st;
 }
 #endif
 

@@ -10,7 +10,10 @@
 
 #ifdef DATASYNTH_HAVE_MPI
 #include <mpi.h>
+#include <sched.h>
+#include <time.h>
 
+#include "dist/profile.h"
 #include "util/status.h"
 
 namespace ds::dist {
@@ -19,6 +22,22 @@ namespace ds::dist {
 Status CheckMpi(int rc, const char* call);
 // Completes `req`; kInternal naming `call` on failure.
 Status Wait(MPI_Request* req, const char* call);
+
+// Polls done() with the policy above until it returns true.
+template <typename Done>
+void WaitUntil(Done done) {
+  const double t0 = WallNow();
+  while (!done()) {
+    const double waited = WallNow() - t0;
+    if (waited < 2e-4) continue;  // balanced ranks on idle cores: no added latency
+    if (waited < 1e-3) {
+      ::sched_yield();
+      continue;
+    }
+    timespec ts{0, 50000};
+    ::nanosleep(&ts, nullptr);
+  }
+}
 
 }  // namespace ds::dist
 #endif

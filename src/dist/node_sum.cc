@@ -1,6 +1,7 @@
 #include "dist/node_sum.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -28,13 +29,15 @@ Status Check(int rc, const char* call) { return CheckMpi(rc, call); }
 }  // namespace
 
 // A rank's segment: [header: per local shard {loss, correct, count, max},
-// then rank 0's flag][its shards' gradients: terms x params floats]. The
+// then rank 0's flag, the rank's barrier count][its shards' gradients: terms
+// x params floats]. The
 // weights are a second window, contiguous over the ranks: rank r holds
 // [SliceBegin(r), SliceBegin(r + 1)).
 struct NodeSum::Impl {
   MPI_Comm node = MPI_COMM_NULL;
   MPI_Win win = MPI_WIN_NULL, pwin = MPI_WIN_NULL;
   size_t params = 0, terms = 0, header = 0;  // header in doubles
+  uint64_t passed = 0;                       // barriers passed (Sync)
   bool locked = false, plocked = false;
   std::vector<char*> seg;                    // every rank's segment
   float* weights = nullptr;                  // [params], shared
@@ -44,15 +47,24 @@ struct NodeSum::Impl {
   float* TermOf(int rank, size_t j) const {
     return reinterpret_cast<float*>(seg[size_t(rank)] + header * sizeof(double)) + j * params;
   }
-  // Every rank's writes before it visible to every rank after it.
+  // Every rank's writes before it visible to every rank after it: a barrier
+  // on counters in the segments' headers (each rank stores its count with
+  // release, waits for the others' with acquire; the wait of mpi_wait.h).
+  // An MPI_Ibarrier polled through MPI's progress engine cost more per poll
+  // (docs/scale.md); a rank that fails ends the job (mpirun stops the
+  // others), so no rank is left waiting here.
+  uint64_t* Counter(int rank) const {
+    return reinterpret_cast<uint64_t*>(Header(rank) + 4 * terms + 1);
+  }
   Status Sync() {
-    DS_RETURN_IF_ERROR(Check(MPI_Win_sync(win), "MPI_Win_sync"));
-    DS_RETURN_IF_ERROR(Check(MPI_Win_sync(pwin), "MPI_Win_sync"));
-    MPI_Request req;
-    DS_RETURN_IF_ERROR(Check(MPI_Ibarrier(node, &req), "MPI_Ibarrier"));
-    DS_RETURN_IF_ERROR(Wait(&req, "MPI_Ibarrier"));
-    DS_RETURN_IF_ERROR(Check(MPI_Win_sync(win), "MPI_Win_sync"));
-    return Check(MPI_Win_sync(pwin), "MPI_Win_sync");
+    ++passed;
+    std::atomic_ref<uint64_t>(*Counter(Rank())).store(passed, std::memory_order_release);
+    for (int r = 0; r < Size(); ++r) {
+      if (r == Rank()) continue;
+      std::atomic_ref<uint64_t> other(*Counter(r));
+      WaitUntil([&] { return other.load(std::memory_order_acquire) >= passed; });
+    }
+    return Status::Ok();
   }
   // The weights window; false (on every rank) where shared memory is short.
   Result<bool> AllocateWeights() {
@@ -104,7 +116,7 @@ Result<std::unique_ptr<NodeSum>> NodeSum::Make(size_t params, int shards) {
   if (split) return std::unique_ptr<NodeSum>();
   m.params = params;
   m.terms = size_t((std::max(1, shards) + Size() - 1) / Size());
-  m.header = (4 * m.terms + 1 + 7) / 8 * 8;  // 64-byte aligned gradients
+  m.header = (4 * m.terms + 2 + 7) / 8 * 8;  // 64-byte aligned gradients
   const size_t bytes = m.header * sizeof(double) + m.terms * params * sizeof(float);
   void* base = nullptr;
   const int rc = MPI_Win_allocate_shared(MPI_Aint(bytes), 1, MPI_INFO_NULL, m.node, &base, &m.win);
@@ -128,6 +140,10 @@ Result<std::unique_ptr<NodeSum>> NodeSum::Make(size_t params, int shards) {
   }
   DS_ASSIGN_OR_RETURN(bool weights, m.AllocateWeights());
   if (!weights) return std::unique_ptr<NodeSum>();
+  // The barrier counts start at 0 on every rank before any rank's first Sync.
+  std::atomic_ref<uint64_t>(*m.Counter(Rank())).store(0, std::memory_order_release);
+  DS_RETURN_IF_ERROR(Check(MPI_Win_sync(m.win), "MPI_Win_sync"));
+  DS_RETURN_IF_ERROR(Check(MPI_Barrier(m.node), "MPI_Barrier"));
   return ns;
 }
 
