@@ -97,6 +97,16 @@ void SumFixed(const float* const* g, const double* c, double back, size_t lo, si
   }
 }
 
+// q[i] = sum_k trunc(g_k[i] c_k) for NT terms (the integers MPI sums).
+template <int NT>
+void SumInts(const float* const* g, const double* c, size_t n, int64_t* q) {
+  for (size_t i = 0; i < n; ++i) {
+    int64_t s = 0;
+    for (int k = 0; k < NT; ++k) s += int64_t(double(g[k][i]) * c[k]);
+    q[i] = s;
+  }
+}
+
 }  // namespace
 
 void ExactSum::SumRange(const std::vector<const float*>& g, const std::vector<double>& w,
@@ -165,8 +175,10 @@ Status ExactSum::ReduceWithMax(double m, double total_weight, float* out,
     }
     if (nt == 0) {
       std::fill(q, q + n_, 0);
-    } else if (nt == 1) {
-      for (size_t i = 0; i < n_; ++i) q[i] = int64_t(double(g[0][i]) * c[0]);
+    } else if (nt <= 4) {  // one pass over the elements
+      constexpr void (*kSum[])(const float* const*, const double*, size_t, int64_t*) = {
+          SumInts<1>, SumInts<2>, SumInts<3>, SumInts<4>};
+      kSum[nt - 1](g.data(), c.data(), n_, q);
     } else {  // term by term (vectorizes; the integer sum does not depend on the order)
       for (size_t i = 0; i < n_; ++i) q[i] = int64_t(double(g[0][i]) * c[0]);
       for (size_t k = 1; k < nt; ++k) {
