@@ -14,7 +14,13 @@
 #include "dist/profile.h"
 
 #ifdef DATASYNTH_HAVE_MPI
+#include <linux/futex.h>
 #include <mpi.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdint>
 
 #include "dist/mpi_wait.h"
 #endif
@@ -37,7 +43,7 @@ struct NodeSum::Impl {
   MPI_Comm node = MPI_COMM_NULL;
   MPI_Win win = MPI_WIN_NULL, pwin = MPI_WIN_NULL;
   size_t params = 0, terms = 0, header = 0;  // header in doubles
-  uint64_t passed = 0;                       // barriers passed (Sync)
+  uint32_t passed = 0;                       // barriers passed (Sync)
   bool locked = false, plocked = false;
   std::vector<char*> seg;                    // every rank's segment
   float* weights = nullptr;                  // [params], shared
@@ -48,21 +54,33 @@ struct NodeSum::Impl {
     return reinterpret_cast<float*>(seg[size_t(rank)] + header * sizeof(double)) + j * params;
   }
   // Every rank's writes before it visible to every rank after it: a barrier
-  // on counters in the segments' headers (each rank stores its count with
-  // release, waits for the others' with acquire; the wait of mpi_wait.h).
-  // An MPI_Ibarrier polled through MPI's progress engine cost more per poll
-  // (docs/scale.md); a rank that fails ends the job (mpirun stops the
-  // others), so no rank is left waiting here.
-  uint64_t* Counter(int rank) const {
-    return reinterpret_cast<uint64_t*>(Header(rank) + 4 * terms + 1);
-  }
+  // on counters in the segments' headers. Each rank stores its count with
+  // release order and wakes whoever sleeps on it (a futex on the shared
+  // page); it waits for the others' counts with acquire order, spinning 20 us
+  // (balanced ranks on idle cores), then asleep in the kernel until woken (a
+  // 1 ms timeout as a safety net). An MPI_Ibarrier polled through MPI's
+  // progress engine burned CPU for every poll while the other rank was
+  // descheduled (docs/scale.md). A rank that fails ends the job (mpirun stops
+  // the others), so no rank is left waiting here.
+  uint32_t* Counter(int rank) const { return reinterpret_cast<uint32_t*>(Header(rank) + 4 * terms + 1); }
   Status Sync() {
     ++passed;
-    std::atomic_ref<uint64_t>(*Counter(Rank())).store(passed, std::memory_order_release);
+    uint32_t* mine = Counter(Rank());
+    std::atomic_ref<uint32_t>(*mine).store(passed, std::memory_order_release);
+    ::syscall(SYS_futex, mine, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
     for (int r = 0; r < Size(); ++r) {
       if (r == Rank()) continue;
-      std::atomic_ref<uint64_t> other(*Counter(r));
-      WaitUntil([&] { return other.load(std::memory_order_acquire) >= passed; });
+      uint32_t* word = Counter(r);
+      std::atomic_ref<uint32_t> other(*word);
+      auto arrived = [&](uint32_t v) { return int32_t(v - passed) >= 0; };  // wraps safely
+      const double t0 = WallNow();
+      for (;;) {
+        const uint32_t v = other.load(std::memory_order_acquire);
+        if (arrived(v)) break;
+        if (WallNow() - t0 < 2e-5) continue;
+        timespec ts{0, 1000000};
+        ::syscall(SYS_futex, word, FUTEX_WAIT, v, &ts, nullptr, 0);  // returns once it changed
+      }
     }
     return Status::Ok();
   }
@@ -141,7 +159,7 @@ Result<std::unique_ptr<NodeSum>> NodeSum::Make(size_t params, int shards) {
   DS_ASSIGN_OR_RETURN(bool weights, m.AllocateWeights());
   if (!weights) return std::unique_ptr<NodeSum>();
   // The barrier counts start at 0 on every rank before any rank's first Sync.
-  std::atomic_ref<uint64_t>(*m.Counter(Rank())).store(0, std::memory_order_release);
+  std::atomic_ref<uint32_t>(*m.Counter(Rank())).store(0, std::memory_order_release);
   DS_RETURN_IF_ERROR(Check(MPI_Win_sync(m.win), "MPI_Win_sync"));
   DS_RETURN_IF_ERROR(Check(MPI_Barrier(m.node), "MPI_Barrier"));
   return ns;
