@@ -36,9 +36,8 @@ Status Check(int rc, const char* call) { return CheckMpi(rc, call); }
 
 // A rank's segment: [header: per local shard {loss, correct, count, max},
 // then rank 0's flag, the rank's barrier count][its shards' gradients: terms
-// x params floats]. The
-// weights are a second window, contiguous over the ranks: rank r holds
-// [SliceBegin(r), SliceBegin(r + 1)).
+// x params floats]. The weights are a second window, contiguous over the
+// ranks: rank r holds [SliceBegin(r), SliceBegin(r + 1)).
 struct NodeSum::Impl {
   MPI_Comm node = MPI_COMM_NULL;
   MPI_Win win = MPI_WIN_NULL, pwin = MPI_WIN_NULL;
@@ -62,7 +61,9 @@ struct NodeSum::Impl {
   // progress engine burned CPU for every poll while the other rank was
   // descheduled (docs/scale.md). A rank that fails ends the job (mpirun stops
   // the others), so no rank is left waiting here.
-  uint32_t* Counter(int rank) const { return reinterpret_cast<uint32_t*>(Header(rank) + 4 * terms + 1); }
+  uint32_t* Counter(int rank) const {
+    return reinterpret_cast<uint32_t*>(Header(rank) + 4 * terms + 1);
+  }
   Status Sync() {
     ++passed;
     uint32_t* mine = Counter(Rank());
