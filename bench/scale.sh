@@ -119,6 +119,10 @@ def phases(wl, name, rank):  # {phase: (median wall, median cpu)} from the "mpi 
         m = re.search(r"other (-?[0-9.]+)s of ([0-9.]+)s", l)
         got.setdefault("other", []).append((float(m.group(1)), 0.0))
         got.setdefault("total", []).append((float(m.group(2)), 0.0))
+        m = re.search(r"process cpu ([0-9.]+)s \((-?[0-9.]+)s outside", l)
+        if m:  # the CPU no phase covers: exec, MPI_Init, the configuration
+            got.setdefault("process", []).append((0.0, float(m.group(1))))
+            got.setdefault("outside", []).append((0.0, float(m.group(2))))
     return {p: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
             for p, v in got.items()}
 
@@ -144,7 +148,9 @@ for wl in epochs:
             if ph:
                 print(f"  {name} rank {rank} (wall/cpu s): " + ", ".join(
                     f"{p} {ph[p][0]:.2f}/{ph[p][1]:.2f}" for p in PHASES[:-1] if p in ph) +
-                      f", other {ph['other'][0]:.2f} of {ph['total'][0]:.2f}")
+                      f", other {ph['other'][0]:.2f} of {ph['total'][0]:.2f}" +
+                      (f"; process cpu {ph['process'][1]:.2f}, outside the phases "
+                       f"{ph['outside'][1]:.2f}" if "process" in ph else ""))
     # Cost model at 8..256 ranks (docs/scale.md) from the 1-rank shard path:
     # per-rank batch fixed (the global batch grows with N), the sharded
     # optimizer's ring reduce-scatter of the int64 sum (8 bytes per parameter)

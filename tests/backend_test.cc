@@ -319,6 +319,29 @@ TEST_P(BackendTest, OptimizerOnSlices) {
   EXPECT_THROW(be->ApplyOptimizer(o, 1), Error);
 }
 
+// SetParamsExcept (mpirun's gathered weights around the rank's own slice):
+// the weights and the next step's loss are those of one whole SetParams.
+TEST_P(BackendTest, ParamsExceptOwnSlice) {
+  NetworkSpec spec = Spec(13, 4, 3, 2, 0.0f);
+  auto whole = MakeTrain(Device(), spec, 2, 3), part = MakeTrain(Device(), spec, 2, 3);
+  const size_t n = whole->layout().total, lo = 5, hi = n / 2 + 1;
+  std::vector<float> p = RandomParams(spec, 1), q = RandomParams(spec, 2);
+  for (size_t i = lo; i < hi; ++i) q[i] = p[i];  // the caller's promise: the slice is current
+  Batch batch = RandomBatch(2, 3, 13, 4, /*weights=*/false);
+  part->SetParams(p.data());
+  part->Step(batch, /*train=*/false, 0);  // caches of p's weights in use
+  part->SetParamsExcept(q.data(), lo, hi);
+  whole->SetParams(q.data());
+  std::vector<float> a(n), b(n);
+  whole->GetParams(a.data());
+  part->GetParams(b.data());
+  ExpectClose(b, a, 0, 0, "params");
+  EXPECT_EQ(part->Step(batch, false, 0).loss_sum, whole->Step(batch, false, 0).loss_sum);
+  if (Device() == "cpu") {
+    EXPECT_THROW(part->SetParamsExcept(q.data(), 1, n + 1), Error);
+  }
+}
+
 // Softmax cross-entropy, weights and accuracy: with Wd = 0 the logits are the
 // dense bias, so loss, accuracy and d/d(bias) have closed forms.
 TEST_P(BackendTest, SoftmaxCrossEntropy) {

@@ -46,7 +46,7 @@ PY
 grep -q "mpi: 3 ranks; each global batch of 12 in 4 shards" "$TMP/log3" &&
   grep -q "summed in shared memory (one host)" "$TMP/log3" && pass "rank count, shards and sum path logged" ||
   fail "no mpi line: $(grep mpi "$TMP/log3")"
-[ "$(grep -c '^mpi profile rank [012]: setup .*shard steps .*allreduce .* of ' "$TMP/log3")" = 3 ] &&
+[ "$(grep -c '^mpi profile rank [012]: setup .*shard steps .*allreduce .* of .*; process cpu [0-9.]*s ([0-9.-]*s outside the phases)$' "$TMP/log3")" = 3 ] &&
   pass "every rank's time per phase logged" || fail "profile lines: $(grep 'mpi profile' "$TMP/log3")"
 [ "$(grep -cE '^epoch +[0-9]+ +loss' "$TMP/log3")" = 3 ] && pass "one log (rank 0's)" ||
   fail "epoch lines: $(grep -cE '^epoch +[0-9]+ +loss' "$TMP/log3")"

@@ -106,6 +106,15 @@ class TrainBackend {
   virtual void GetParams(float* host /*[layout.total]*/) const = 0;
   virtual void GetGrads(float* host /*[layout.total]*/) const = 0;
   virtual void SetGrads(const float* host /*[layout.total]*/) = 0;
+  // mpirun's sharded optimizer (src/dist): every parameter but [begin, end)
+  // from host; the caller guarantees host[begin, end) equals this backend's
+  // own (its slice, just updated by ApplyOptimizer with an OptimizerRange), so
+  // the default, one whole SetParams, is the same.
+  virtual void SetParamsExcept(const float* host /*[layout.total]*/, size_t begin, size_t end) {
+    (void)begin;
+    (void)end;
+    SetParams(host);
+  }
 
   // Forward (and backward when `train`) over one batch. With train = true,
   // dropout is active (masks drawn from Philox(dropout_seed, ...)) and grads

@@ -66,20 +66,13 @@ Status CheckMpi(int rc, const char* call) {
 }
 
 Status Wait(MPI_Request* req, const char* call) {
-  const double t0 = WallNow();
-  for (;;) {
+  Status st;
+  WaitUntil([&] {
     int done = 0;
-    DS_RETURN_IF_ERROR(CheckMpi(MPI_Test(req, &done, MPI_STATUS_IGNORE), call));
-    if (done) return Status::Ok();
-    const double waited = WallNow() - t0;
-    if (waited < 2e-4) continue;  // balanced ranks on idle cores: no added latency
-    if (waited < 1e-3) {
-      ::sched_yield();
-      continue;
-    }
-    timespec ts{0, 50000};
-    ::nanosleep(&ts, nullptr);
-  }
+    st = CheckMpi(MPI_Test(req, &done, MPI_STATUS_IGNORE), call);
+    return done != 0 || !st.ok();
+  });
+  return st;
 }
 #endif
 
@@ -91,6 +84,13 @@ void Init() {
   // than cores the spinning would take the core from the rank it waits for
   // (docs/scale.md). The user's setting (environment, mpirun --mca) wins.
   ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", /*overwrite=*/0);
+  // Every rank on this host (mpirun's local size is the world's): Open MPI's
+  // ob1 over shared memory, without probing for UCX's network devices (about
+  // 0.25 s of MPI_Init's wall time per run here, docs/scale.md). Ranks on
+  // several hosts keep Open MPI's choice (UCX on InfiniBand); again the
+  // user's setting wins.
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (local && std::atoi(local) == EnvSize()) ::setenv("OMPI_MCA_pml", "ob1", /*overwrite=*/0);
   int provided = 0;
   if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) return;
   g_init = true;

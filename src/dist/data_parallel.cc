@@ -82,6 +82,33 @@ int ExactSum::Shift(double m, int total_terms) {
   return std::clamp(62 - (std::ilogb(m) + 1) - CeilLog2(std::max(1, total_terms)), -1000, 1000);
 }
 
+namespace {
+
+// out[i] = (sum_k trunc(g_k[i] c_k)) back for NT terms, element by element
+// (the terms' loop unrolled: the element loop vectorizes and the int64 sum
+// stays in registers).
+template <int NT>
+void SumFixed(const float* const* g, const double* c, double back, size_t lo, size_t hi,
+              float* out) {
+  for (size_t i = lo; i < hi; ++i) {
+    int64_t s = 0;
+    for (int k = 0; k < NT; ++k) s += int64_t(double(g[k][i]) * c[k]);
+    out[i] = float(double(s) * back);
+  }
+}
+
+// q[i] = sum_k trunc(g_k[i] c_k) for NT terms (the integers MPI sums).
+template <int NT>
+void SumInts(const float* const* g, const double* c, size_t n, int64_t* q) {
+  for (size_t i = 0; i < n; ++i) {
+    int64_t s = 0;
+    for (int k = 0; k < NT; ++k) s += int64_t(double(g[k][i]) * c[k]);
+    q[i] = s;
+  }
+}
+
+}  // namespace
+
 void ExactSum::SumRange(const std::vector<const float*>& g, const std::vector<double>& w,
                         int shift, double total_weight, size_t lo, size_t hi, float* out) {
   // Every rank converts a term the same way (multiply, truncate toward 0), so
@@ -90,25 +117,27 @@ void ExactSum::SumRange(const std::vector<const float*>& g, const std::vector<do
   std::vector<double> c(nt);
   for (size_t k = 0; k < nt; ++k) c[k] = std::ldexp(w[k], shift);
   const double back = std::ldexp(1.0, -shift) / total_weight;
-  if (nt == 2) {  // one shard per rank on 2 ranks (the loop vectorizes)
-    const float *a = g[0], *b = g[1];
-    const double ca = c[0], cb = c[1];
-    for (size_t i = lo; i < hi; ++i)
-      out[i] = float(double(int64_t(double(a[i]) * ca) + int64_t(double(b[i]) * cb)) * back);
-    return;
+  switch (nt) {  // one pass over the elements for the usual shard counts
+    case 1: return SumFixed<1>(g.data(), c.data(), back, lo, hi, out);
+    case 2: return SumFixed<2>(g.data(), c.data(), back, lo, hi, out);
+    case 3: return SumFixed<3>(g.data(), c.data(), back, lo, hi, out);
+    case 4: return SumFixed<4>(g.data(), c.data(), back, lo, hi, out);
+    default: break;
   }
-  // Term by term into int64 accumulators (the inner loops vectorize; the
-  // integer sum does not depend on the order).
-  thread_local std::vector<int64_t> acc;
-  const size_t m = hi - lo;
-  acc.assign(m, 0);
-  int64_t* q = acc.data();
-  for (size_t k = 0; k < nt; ++k) {
-    const float* t = g[k] + lo;
-    const double ck = c[k];
-    for (size_t j = 0; j < m; ++j) q[j] += int64_t(double(t[j]) * ck);
+  // More terms: in blocks of int64 accumulators that stay in L1 (the inner
+  // loops vectorize; the integer sum does not depend on the order).
+  constexpr size_t kBlock = 512;
+  int64_t q[kBlock];
+  for (size_t b = lo; b < hi; b += kBlock) {
+    const size_t m = std::min(kBlock, hi - b);
+    std::fill(q, q + m, 0);
+    for (size_t k = 0; k < nt; ++k) {
+      const float* t = g[k] + b;
+      const double ck = c[k];
+      for (size_t j = 0; j < m; ++j) q[j] += int64_t(double(t[j]) * ck);
+    }
+    for (size_t j = 0; j < m; ++j) out[b + j] = float(double(q[j]) * back);
   }
-  for (size_t j = 0; j < m; ++j) out[lo + j] = float(double(q[j]) * back);
 }
 
 Status ExactSum::Reduce(double total_weight, float* out) {
@@ -146,8 +175,10 @@ Status ExactSum::ReduceWithMax(double m, double total_weight, float* out,
     }
     if (nt == 0) {
       std::fill(q, q + n_, 0);
-    } else if (nt == 1) {
-      for (size_t i = 0; i < n_; ++i) q[i] = int64_t(double(g[0][i]) * c[0]);
+    } else if (nt <= 4) {  // one pass over the elements
+      constexpr void (*kSum[])(const float* const*, const double*, size_t, int64_t*) = {
+          SumInts<1>, SumInts<2>, SumInts<3>, SumInts<4>};
+      kSum[nt - 1](g.data(), c.data(), n_, q);
     } else {  // term by term (vectorizes; the integer sum does not depend on the order)
       for (size_t i = 0; i < n_; ++i) q[i] = int64_t(double(g[0][i]) * c[0]);
       for (size_t k = 1; k < nt; ++k) {
@@ -273,7 +304,7 @@ Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
     }
     DS_ASSIGN_OR_RETURN(const float* weights, node_->Gather());
     Timed timed(Phase::kAllreduce);
-    backend.SetParams(weights);
+    backend.SetParamsExcept(weights, lo, hi);  // its own slice is current
   } else {
     double max;
     {
@@ -298,7 +329,7 @@ Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
       }
       Timed timed(Phase::kAllreduce);
       DS_RETURN_IF_ERROR(AllgatherSlices(weights_.data(), slices_));
-      backend.SetParams(weights_.data());
+      backend.SetParamsExcept(weights_.data(), lo, hi);
     }
   }
   comm_seconds_ += Since(c0);

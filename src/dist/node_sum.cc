@@ -1,6 +1,7 @@
 #include "dist/node_sum.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -13,7 +14,13 @@
 #include "dist/profile.h"
 
 #ifdef DATASYNTH_HAVE_MPI
+#include <linux/futex.h>
 #include <mpi.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdint>
 
 #include "dist/mpi_wait.h"
 #endif
@@ -28,13 +35,14 @@ Status Check(int rc, const char* call) { return CheckMpi(rc, call); }
 }  // namespace
 
 // A rank's segment: [header: per local shard {loss, correct, count, max},
-// then rank 0's flag][its shards' gradients: terms x params floats]. The
-// weights are a second window, contiguous over the ranks: rank r holds
-// [SliceBegin(r), SliceBegin(r + 1)).
+// then rank 0's flag, the rank's barrier count][its shards' gradients: terms
+// x params floats]. The weights are a second window, contiguous over the
+// ranks: rank r holds [SliceBegin(r), SliceBegin(r + 1)).
 struct NodeSum::Impl {
   MPI_Comm node = MPI_COMM_NULL;
   MPI_Win win = MPI_WIN_NULL, pwin = MPI_WIN_NULL;
   size_t params = 0, terms = 0, header = 0;  // header in doubles
+  uint32_t passed = 0;                       // barriers passed (Sync)
   bool locked = false, plocked = false;
   std::vector<char*> seg;                    // every rank's segment
   float* weights = nullptr;                  // [params], shared
@@ -44,15 +52,38 @@ struct NodeSum::Impl {
   float* TermOf(int rank, size_t j) const {
     return reinterpret_cast<float*>(seg[size_t(rank)] + header * sizeof(double)) + j * params;
   }
-  // Every rank's writes before it visible to every rank after it.
+  // Every rank's writes before it visible to every rank after it: a barrier
+  // on counters in the segments' headers. Each rank stores its count with
+  // release order and wakes whoever sleeps on it (a futex on the shared
+  // page); it waits for the others' counts with acquire order, spinning 20 us
+  // (balanced ranks on idle cores), then asleep in the kernel until woken (a
+  // 1 ms timeout as a safety net). An MPI_Ibarrier polled through MPI's
+  // progress engine burned CPU for every poll while the other rank was
+  // descheduled (docs/scale.md). A rank that fails ends the job (mpirun stops
+  // the others), so no rank is left waiting here.
+  uint32_t* Counter(int rank) const {
+    return reinterpret_cast<uint32_t*>(Header(rank) + 4 * terms + 1);
+  }
   Status Sync() {
-    DS_RETURN_IF_ERROR(Check(MPI_Win_sync(win), "MPI_Win_sync"));
-    DS_RETURN_IF_ERROR(Check(MPI_Win_sync(pwin), "MPI_Win_sync"));
-    MPI_Request req;
-    DS_RETURN_IF_ERROR(Check(MPI_Ibarrier(node, &req), "MPI_Ibarrier"));
-    DS_RETURN_IF_ERROR(Wait(&req, "MPI_Ibarrier"));
-    DS_RETURN_IF_ERROR(Check(MPI_Win_sync(win), "MPI_Win_sync"));
-    return Check(MPI_Win_sync(pwin), "MPI_Win_sync");
+    ++passed;
+    uint32_t* mine = Counter(Rank());
+    std::atomic_ref<uint32_t>(*mine).store(passed, std::memory_order_release);
+    ::syscall(SYS_futex, mine, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+    for (int r = 0; r < Size(); ++r) {
+      if (r == Rank()) continue;
+      uint32_t* word = Counter(r);
+      std::atomic_ref<uint32_t> other(*word);
+      auto arrived = [&](uint32_t v) { return int32_t(v - passed) >= 0; };  // wraps safely
+      const double t0 = WallNow();
+      for (;;) {
+        const uint32_t v = other.load(std::memory_order_acquire);
+        if (arrived(v)) break;
+        if (WallNow() - t0 < 2e-5) continue;
+        timespec ts{0, 1000000};
+        ::syscall(SYS_futex, word, FUTEX_WAIT, v, &ts, nullptr, 0);  // returns once it changed
+      }
+    }
+    return Status::Ok();
   }
   // The weights window; false (on every rank) where shared memory is short.
   Result<bool> AllocateWeights() {
@@ -104,7 +135,7 @@ Result<std::unique_ptr<NodeSum>> NodeSum::Make(size_t params, int shards) {
   if (split) return std::unique_ptr<NodeSum>();
   m.params = params;
   m.terms = size_t((std::max(1, shards) + Size() - 1) / Size());
-  m.header = (4 * m.terms + 1 + 7) / 8 * 8;  // 64-byte aligned gradients
+  m.header = (4 * m.terms + 2 + 7) / 8 * 8;  // 64-byte aligned gradients
   const size_t bytes = m.header * sizeof(double) + m.terms * params * sizeof(float);
   void* base = nullptr;
   const int rc = MPI_Win_allocate_shared(MPI_Aint(bytes), 1, MPI_INFO_NULL, m.node, &base, &m.win);
@@ -128,6 +159,10 @@ Result<std::unique_ptr<NodeSum>> NodeSum::Make(size_t params, int shards) {
   }
   DS_ASSIGN_OR_RETURN(bool weights, m.AllocateWeights());
   if (!weights) return std::unique_ptr<NodeSum>();
+  // The barrier counts start at 0 on every rank before any rank's first Sync.
+  std::atomic_ref<uint32_t>(*m.Counter(Rank())).store(0, std::memory_order_release);
+  DS_RETURN_IF_ERROR(Check(MPI_Win_sync(m.win), "MPI_Win_sync"));
+  DS_RETURN_IF_ERROR(Check(MPI_Barrier(m.node), "MPI_Barrier"));
   return ns;
 }
 

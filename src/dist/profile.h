@@ -52,8 +52,10 @@ class Timed {
 };
 
 // Collective under mpirun: one line per rank ("mpi profile rank 1: setup
-// 0.21s (cpu 0.20s), ..., other ...") on rank 0, from every rank's totals;
-// `total_wall` is this rank's run time (the rest is "other").
+// 0.21s (cpu 0.20s), ..., other ...; process cpu ...") on rank 0, from every
+// rank's totals; `total_wall` is this rank's run time (the rest is "other");
+// the process's CPU time counts from its start (exec, MPI_Init, reading the
+// configuration: what no phase covers).
 Result<std::vector<std::string>> ProfileLines(double total_wall);
 
 }  // namespace ds::dist

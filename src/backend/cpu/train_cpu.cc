@@ -240,6 +240,14 @@ class TrainImpl final : public CpuTrainBackend {
     std::memcpy(params_.data(), host, layout_.total * sizeof(float));
     perm_dirty_ = true;
   }
+  void SetParamsExcept(const float* host, size_t begin, size_t end) override {
+    if (!(begin <= end && end <= layout_.total))
+      DS_THROW(kInvalidArgument, "parameters [{}, {}) outside the {} parameters", begin, end,
+               layout_.total);
+    std::memcpy(params_.data(), host, begin * sizeof(float));
+    std::memcpy(params_.data() + end, host + end, (layout_.total - end) * sizeof(float));
+    perm_dirty_ = true;
+  }
   void GetParams(float* host) const override {
     std::memcpy(host, params_.data(), layout_.total * sizeof(float));
   }
@@ -1704,6 +1712,7 @@ void TrainImpl::ApplyOptimizer(const OptimizerConfig& opt, int64_t step) {
   const float* g = range ? range->grads : grads_.data();
   float* m = opt_m_.data() + at;
   float* v = opt_v_.data() + at;
+  float* out = range ? range->params_out : p;  // the slice's copy, written in the same pass
   const float lr = opt.learning_rate, eps = opt.epsilon;
   const int nt = Threads();
   prof_.Start();
@@ -1714,7 +1723,9 @@ void TrainImpl::ApplyOptimizer(const OptimizerConfig& opt, int64_t step) {
       const float gi = g[i];
       const float vi = rho * v[i] + (1.0f - rho) * gi * gi;
       v[i] = vi;
-      p[i] -= lr * gi / std::sqrt(vi + eps);
+      const float pi = p[i] - lr * gi / std::sqrt(vi + eps);
+      p[i] = pi;
+      out[i] = pi;
     }
   } else if (opt.name == "adam") {
     if (step < 1) DS_THROW(kInvalidArgument, "adam: step counts from 1, got {}", step);
@@ -1728,12 +1739,13 @@ void TrainImpl::ApplyOptimizer(const OptimizerConfig& opt, int64_t step) {
       const float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
       m[i] = mi;
       v[i] = vi;
-      p[i] -= lr_t * mi / (std::sqrt(vi) + eps);
+      const float pi = p[i] - lr_t * mi / (std::sqrt(vi) + eps);
+      p[i] = pi;
+      out[i] = pi;
     }
   } else {
     DS_THROW(kInvalidArgument, "optimizer: unknown name '{}' (rmsprop, adam)", opt.name);
   }
-  if (range && n > 0) std::memcpy(range->params_out, p, n * sizeof(float));
   perm_dirty_ = true;
   prof_.Mark(kOptimizer);
 }
