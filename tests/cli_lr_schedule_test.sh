@@ -54,13 +54,13 @@ DATASYNTH_TEST_EXIT_AFTER_EPOCH=3 "$DS" train "${ARGS[@]}" "${P[@]}" -m "$TMP/cu
   pass "resumed run ends with the same weights" ||
   fail "weights differ: $(param "$TMP/cut" weights_crc32) vs $(param "$TMP/p" weights_crc32)"
 # 4. lr_plateau_restore: with val_accuracy as the metric, epoch 3 is worse than
-#    epoch 2 and reduces the rate, so the checkpoint after it holds epoch 2's
+#    epoch 2 by more than the min delta (0.01) and reduces the rate, so the checkpoint after it holds epoch 2's
 #    weights (the params section's CRC-32 in the tensor file's header); off,
 #    it holds epoch 3's own. A resumed run continues the same way.
 crc() {  # crc FILE: the CRC-32 of section 0 (params) of a tensor file
   python3 -c "import struct,sys; print(struct.unpack_from('<I', open(sys.argv[1],'rb').read(4096), 88)[0])" "$1"
 }
-Q=(--early-stopping false --early-stopping-min-delta 1000 --lr-plateau-patience 0 --learning-rate 0.3
+Q=(--early-stopping false --early-stopping-min-delta 0.01 --lr-plateau-patience 0 --learning-rate 0.3
    --best-model-metric val_accuracy)
 for r in true false; do
   "$DS" train "${ARGS[@]}" "${Q[@]}" --epochs 3 --lr-plateau-restore $r -m "$TMP/q$r" >"$TMP/q$r.log" 2>&1 ||
@@ -75,6 +75,14 @@ a=$(crc "$TMP/qtrue/checkpoint-e0003.bin" 2>/dev/null); b=$(crc "$TMP/qtrue/weig
 a=$(crc "$TMP/qfalse/checkpoint-e0003.bin" 2>/dev/null); b=$(crc "$TMP/qfalse/weights-e0002.bin" 2>/dev/null)
 [ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ] &&
   pass "without restore the checkpoint holds epoch 3's weights" || fail "restore false: '$a' vs '$b'"
+#    Only from an epoch worse than the best by more than the min delta: with
+#    0.05 epoch 3 (0.02 below epoch 2) is a stall, and training goes on from it.
+"$DS" train "${ARGS[@]}" "${Q[@]/0.01/0.05}" --epochs 3 -m "$TMP/qs" \
+  >"$TMP/qs.log" 2>&1 || fail "train restore stall: $(tail -3 "$TMP/qs.log")"
+a=$(crc "$TMP/qs/checkpoint-e0003.bin" 2>/dev/null); b=$(crc "$TMP/qs/weights-e0002.bin" 2>/dev/null)
+[ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ] && grep -q "learning rate 0.15 -> 0.075" "$TMP/qs.log" &&
+  pass "a reduction after a stall within the min delta keeps the epoch's weights" ||
+  fail "stall: '$a' vs '$b', $(grep 'learning rate' "$TMP/qs.log")"
 grep -q "epoch 3: the next epoch starts from the weights of epoch 2" "$TMP/qtrue.log" &&
   pass "the restore is reported" || fail "no restore line: $(grep 'epoch 3' "$TMP/qtrue.log")"
 "$DS" train "${ARGS[@]}" "${Q[@]}" --epochs 5 -m "$TMP/q5" >/dev/null 2>&1 || fail "train restore 5 epochs"

@@ -540,7 +540,7 @@ class TrainRun {
       done_ = stop || epoch == cfg_.epochs;
       restore_best_ = false;
       if (!stop && lr_.EndEpoch(last_improved_)) {  // EarlyStop ran: the metric's verdict
-        restore_best_ = cfg_.lr_plateau_restore && cfg_.save_best_model;
+        restore_best_ = cfg_.lr_plateau_restore && cfg_.save_best_model && WorseThanBest(r);
         obs_.OnInfo(fmt::format("epoch {}: {} did not improve for {} epochs; learning rate {:.4g} "
                                 "-> {:.4g}",
                                 epoch, metric_, cfg_.lr_plateau_patience + 1, r.learning_rate,
@@ -1008,6 +1008,14 @@ class TrainRun {
       return false;
     }
     return cfg_.early_stopping && ++wait_ >= cfg_.early_stopping_patience;
+  }
+
+  // lr_plateau_restore goes back only from an epoch worse than the best by
+  // more than early_stopping_min_delta (overfitting), not from a mere stall.
+  bool WorseThanBest(const EpochResult& r) const {
+    double m = MetricOf(r, metric_);
+    return lower_better_ ? m > best_ + cfg_.early_stopping_min_delta
+                         : m < best_ - cfg_.early_stopping_min_delta;
   }
 
   // Writes the epoch's files in an order that keeps every name valid if the
