@@ -132,7 +132,8 @@ std::vector<Config::Key> MakeKeys() {
                "plateau: lowest learning rate, as a fraction of learning_rate"), 0, 1);
   DS_KEY(lr_plateau_restore, T::kBool, G::kTraining,
          "plateau: at a reduction from an epoch worse than the best by more than "
-         "early_stopping_min_delta, continue from the best epoch's weights (needs save_best_model; the field tokenizer's default)");
+         "early_stopping_min_delta, continue from the best epoch's weights (needs "
+         "save_best_model; the field tokenizer's default)");
   Ints(DS_KEY(seed, T::kInt64, G::kTraining,
               "random seed (0 = pick one; recorded in model_params.json)"), 0, kInt64Max);
   Ints(DS_KEY(threads, T::kInt, G::kTraining, "compute threads (0 = all cores)"), 0, 4096);
