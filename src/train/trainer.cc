@@ -729,8 +729,8 @@ class TrainRun {
       choose("learning_rate", &cfg_.learning_rate, kFieldLearningRate);
     }
     if (!cfg_.dp) choose("lr_schedule", &cfg_.lr_schedule, std::string("plateau"));
-    // Each reduction goes back to the best epoch's weights (docs/quality.md
-    // "Plateau restore": telco_churn 95.4-95.9 -> 96.8-97.1, the rest level).
+    // A reduction after overfitting goes back to the best weights (docs/quality.md
+    // "Plateau restore": telco_churn 95.4-95.9 -> 96.5-97.1, the rest level).
     if (!cfg_.dp) choose("lr_plateau_restore", &cfg_.lr_plateau_restore, true);
     if (!set.empty())
       obs_.OnInfo(fmt::format("field tokenizer: network defaults for settings not given: {}",
