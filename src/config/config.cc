@@ -141,6 +141,10 @@ void AddTrainingKeys(KeyTable& add) {
                "plateau: factor applied to the learning rate at each reduction"), 0.01, 0.99);
   Reals(DS_KEY(lr_min_ratio, T::kDouble, G::kTraining,
                "plateau: lowest learning rate, as a fraction of learning_rate"), 0, 1);
+  DS_KEY(lr_plateau_restore, T::kBool, G::kTraining,
+         "plateau: at a reduction from an epoch worse than the best by more than "
+         "early_stopping_min_delta, continue from the best epoch's weights (needs "
+         "save_best_model; the field tokenizer's default)");
   Ints(DS_KEY(seed, T::kInt64, G::kTraining,
               "random seed (0 = pick one; recorded in model_params.json)"), 0, kInt64Max);
   Ints(DS_KEY(threads, T::kInt, G::kTraining, "compute threads (0 = all cores)"), 0, 4096);

@@ -48,6 +48,7 @@ struct Config {
   int lr_plateau_patience = 2;            // epochs without improvement before a reduction
   double lr_plateau_factor = 0.5;         // lr *= factor at each reduction
   double lr_min_ratio = 0.1;              // never below lr_min_ratio * learning_rate
+  bool lr_plateau_restore = false;        // at a reduction after overfitting, back to the best weights
   int64_t seed = 0;                       // 0 = random seed (recorded in model_params.json)
   int threads = 0;                        // 0 = all cores
   std::string device = "auto";            // auto | cpu | cuda

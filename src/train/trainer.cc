@@ -539,11 +539,14 @@ class TrainRun {
         stop = true;
       }
       done_ = stop || epoch == cfg_.epochs;
-      if (!stop && lr_.EndEpoch(last_improved_))  // EarlyStop ran: the metric's verdict
+      restore_best_ = false;
+      if (!stop && lr_.EndEpoch(last_improved_)) {  // EarlyStop ran: the metric's verdict
+        restore_best_ = cfg_.lr_plateau_restore && cfg_.save_best_model && WorseThanBest(r);
         obs_.OnInfo(fmt::format("epoch {}: {} did not improve for {} epochs; learning rate {:.4g} "
                                 "-> {:.4g}",
                                 epoch, metric_, cfg_.lr_plateau_patience + 1, r.learning_rate,
                                 lr_.lr()));
+      }
       DS_RETURN_IF_ERROR(EndEpoch(r, input, delim));
       if (const char* crash = std::getenv("DATASYNTH_TEST_EXIT_AFTER_EPOCH");
           crash && std::atoi(crash) == epoch)
@@ -727,6 +730,9 @@ class TrainRun {
       choose("learning_rate", &cfg_.learning_rate, kFieldLearningRate);
     }
     if (!cfg_.dp) choose("lr_schedule", &cfg_.lr_schedule, std::string("plateau"));
+    // A reduction after overfitting goes back to the best weights (docs/quality.md
+    // "Plateau restore": telco_churn 95.4-95.9 -> 96.5-97.1, the rest level).
+    if (!cfg_.dp) choose("lr_plateau_restore", &cfg_.lr_plateau_restore, true);
     if (!set.empty())
       obs_.OnInfo(fmt::format("field tokenizer: network defaults for settings not given: {}",
                               fmt::join(set, ", ")));
@@ -1005,6 +1011,14 @@ class TrainRun {
     return cfg_.early_stopping && ++wait_ >= cfg_.early_stopping_patience;
   }
 
+  // lr_plateau_restore goes back only from an epoch worse than the best by
+  // more than early_stopping_min_delta (overfitting), not from a mere stall.
+  bool WorseThanBest(const EpochResult& r) const {
+    double m = MetricOf(r, metric_);
+    return lower_better_ ? m > best_ + cfg_.early_stopping_min_delta
+                         : m < best_ - cfg_.early_stopping_min_delta;
+  }
+
   // Writes the epoch's files in an order that keeps every name valid if the
   // process dies between any two writes.
   Status EndEpoch(EpochResult& r, const InputData& input, char delim) {
@@ -1037,6 +1051,13 @@ class TrainRun {
                                          {{"params", params_.data(), layout_.total}}));
     }
     summary_.history.push_back(r);
+    // lr_plateau_restore: the next epoch starts from the best weights (before
+    // the checkpoint, so that a resumed run continues the same way).
+    if (restore_best_ && !r.best) {
+      DS_RETURN_IF_ERROR(LoadBestWeights());
+      obs_.OnInfo(fmt::format("epoch {}: the next epoch starts from the weights of epoch {}", epoch,
+                              best_epoch_));
+    }
     checkpoint_file_ = fmt::format("checkpoint-e{:04d}.bin", epoch);
     std::vector<float> opt_state = backend_->GetOptimizerState();
     if (dist_) DS_RETURN_IF_ERROR(dist_->GatherOptimizerState(&opt_state));  // sharded: every slice
@@ -1050,6 +1071,14 @@ class TrainRun {
     epoch_written_ = true;
     RemoveStale();
     obs_.OnEpoch(r);
+    return Status::Ok();
+  }
+
+  Status LoadBestWeights() {
+    DS_ASSIGN_OR_RETURN(auto f, MappedTensorFile::Open(dir() + "/" + weights_file_));
+    DS_ASSIGN_OR_RETURN(const float* p, f->Section("params", layout_.total));
+    std::copy(p, p + layout_.total, params_.begin());
+    backend_->SetParams(params_.data());
     return Status::Ok();
   }
 
@@ -1267,6 +1296,7 @@ class TrainRun {
   double best_ = 0, best_for_patience_ = 0, best_metric_ = 0;
   int wait_ = 0, best_epoch_ = 0;
   bool last_improved_ = false;  // the last EarlyStop's verdict
+  bool restore_best_ = false;   // lr_plateau_restore: this epoch reduced the rate
   LrSchedule lr_;
   int64_t global_step_ = 0, trained_tokens_ = 0, epoch_start_tokens_ = 0;
   double compute_seconds_ = 0, prior_seconds_ = 0;
