@@ -39,12 +39,15 @@ enum Phase {
   kBwdDw,
   kEmbGrad,
   kClip,
+  kClipLayers,
+  kClipGrads,
   kOptimizer,
   kNumPhases
 };
 const char* const kPhaseNames[kNumPhases] = {
     "weight copies",  "embed+mask0", "fwd x*Wx", "fwd recurrence", "dropout masks", "dense+softmax",
-    "bwd recurrence", "bwd dX",      "bwd dW",   "embedding grad", "clip norms",    "optimizer"};
+    "bwd recurrence", "bwd dX",      "bwd dW",   "embedding grad", "clip dense",    "clip layer norms",
+    "clip grads",     "optimizer"};
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -357,6 +360,10 @@ class TrainImpl final : public CpuTrainBackend {
                     StepStats* st);
   StepStats DenseClipNorms(const Batch& batch, float* dxd, double* norm2);
   void DenseClipGrads(const Batch& batch, const double* scale);
+  bool PlanClipRanged(const Batch& batch);
+  StepStats ClipRangedNorms(const Batch& batch, float* dxd, double* norm2);
+  void ClipRangedPairs(const Batch& batch, double* norm2);
+  void ClipRangedGrads(const Batch& batch, const float* s);
   void ClipLayerNorms(int l, double* norm2);
   void ClipEmbeddingNorms(const Batch& batch, const float* dx0, double* norm2);
   void EmbeddingGrad(const Batch& batch, const float* dx0);
@@ -465,6 +472,12 @@ class TrainImpl final : public CpuTrainBackend {
   std::vector<Buffer<float>> dense_xg_, dense_dxg_;  // per thread [run rows, H] gathered X, dX
   std::vector<Buffer<uint16_t>> dense_xg16_;         // per thread [run rows, H] gathered X (bf16)
   std::vector<int> dense_order_;                     // [R] rows sorted by legal range
+  // Clip path with legal ranges (PlanClipRanged): the dlogits of sorted row p
+  // (dense_order_) at clip_dl_ + clip_off_[p] (its range's width; p = R: the
+  // total); clip_row_off_[r] the same by row r.
+  Buffer<float> clip_dl_;
+  std::vector<int64_t> clip_off_, clip_row_off_;
+  std::vector<float> clip_inv_;  // [B] 1 / (example b's weight sum), 0 when none
   std::vector<std::vector<DenseRun>> dense_runs_;    // per thread, by PlanDense
   bool dense_direct_ = true;                         // runs index rows, not dense_order_
   Profile prof_;
@@ -1502,6 +1515,192 @@ void TrainImpl::DenseClipGrads(const Batch& batch, const double* scale) {
   }
 }
 
+// The clip path with legal ranges keeps every row's dlogits over its range
+// only (clip_dl_; a field tokenizer's ranges are a few ids each) when they fit
+// in 256 MiB: the dense pass runs PlanDense's runs of one range (the GEMMs of
+// the non-private path) instead of full-width rows per example. False (the
+// full-width DenseClipNorms / DenseClipGrads) without ranges or when too big.
+bool TrainImpl::PlanClipRanged(const Batch& batch) {
+  if (batch.legal_lo.empty()) return false;
+  const int R = R_, B = B_, T = T_;
+  int64_t total = 0;
+  for (int r = 0; r < R; ++r) {
+    const size_t i = size_t(r % B) * T + size_t(r / B);
+    total += batch.legal_hi[i] - batch.legal_lo[i];
+  }
+  if (total * int64_t(sizeof(float)) > (int64_t(256) << 20)) return false;
+  const int nt = std::min(nt_, std::max(1, R / 64));
+  PlanDense(batch, nt, /*ranged=*/true);
+  clip_off_.resize(size_t(R) + 1);
+  clip_row_off_.resize(size_t(R));
+  int64_t acc = 0;
+  for (int p = 0; p < R; ++p) {
+    const int r = dense_order_[size_t(p)];
+    const size_t i = size_t(r % B) * T + size_t(r / B);
+    clip_off_[size_t(p)] = acc;
+    clip_row_off_[size_t(r)] = acc;
+    acc += batch.legal_hi[i] - batch.legal_lo[i];
+  }
+  clip_off_[size_t(R)] = acc;
+  clip_dl_.Reserve(size_t(std::max<int64_t>(acc, 1)));
+  clip_inv_.assign(size_t(B), 0.0f);
+  for (int b = 0; b < B; ++b) {
+    double wsum = 0;
+    for (int t = 0; t < T; ++t) wsum += W(batch, b, t);
+    clip_inv_[size_t(b)] = wsum > 0 ? float(1.0 / wsum) : 0.0f;
+  }
+  return true;
+}
+
+// Pass 1 of the ranged clip path, per thread over its runs (PlanClipRanged):
+// logits = X_g Wd[:, lo:hi] written into clip_dl_, softmax CE and the
+// example-normalised dlogits in place (w_t / sum_t w_t), dX = dl Wd[:, lo:hi]^T
+// scattered to dxd; then ClipRangedPairs adds the dense part of ||g_b||^2.
+StepStats TrainImpl::ClipRangedNorms(const Batch& batch, float* dxd, double* norm2) {
+  const int B = B_, T = T_, H = spec_.rnn_units, V = spec_.vocab_size;
+  const int nt = int(dense_runs_.size());
+  for (auto* v : {&dense_xg_, &dense_dxg_}) v->resize(std::max<size_t>(v->size(), nt));
+  const float* xl = LayerInput(spec_.num_layers);
+  const float* wd = params_.data() + off_dw_;
+  const float* bd = params_.data() + off_db_;
+  std::vector<StepStats> part(nt);
+#pragma omp parallel num_threads(nt)
+  {
+    const int j = omp_get_thread_num();
+    StepStats st;
+    for (const DenseRun& run : dense_runs_[j]) {
+      const int n = run.n, lo = run.lo, w = run.hi - run.lo;
+      const int* rows = dense_order_.data() + run.pos;
+      float* dl = clip_dl_.data() + clip_off_[size_t(run.pos)];  // [n, w]
+      if (w == 1) {  // CE 0, no gradient
+        for (int i = 0; i < n; ++i) {
+          const float wt = W(batch, rows[i] % B, rows[i] / B);
+          st.correct += double(wt);
+          st.count += wt;
+          dl[i] = 0.0f;
+          std::memset(dxd + size_t(rows[i]) * H, 0, size_t(H) * sizeof(float));
+        }
+        continue;
+      }
+      dense_xg_[j].Reserve(size_t(n) * H);
+      float* xg = dense_xg_[j].data();
+      for (int i = 0; i < n; ++i)
+        std::memcpy(xg + size_t(i) * H, xl + size_t(rows[i]) * H, H * sizeof(float));
+      Gemm(false, false, n, w, H, 1.0f, xg, H, wd + lo, bf16_ ? wd16_.data() + lo : nullptr, V,
+           0.0f, dl, w);
+      for (int i = 0; i < n; ++i) {
+        const int t = rows[i] / B, b = rows[i] % B;
+        const float wt = W(batch, b, t);
+        RowResult rr = SoftmaxRow(dl + size_t(i) * w, bd + lo, w, batch.targets[size_t(b) * T + t] - lo,
+                                  wt * clip_inv_[size_t(b)], true);
+        st.loss_sum += double(wt) * rr.ce;
+        st.correct += rr.correct ? double(wt) : 0.0;
+        st.count += wt;
+      }
+      dense_dxg_[j].Reserve(size_t(n) * H);
+      float* dxg = dense_dxg_[j].data();
+      Gemm(false, false, n, H, w, 1.0f, dl, w, wdt_.data() + size_t(lo) * H,
+           bf16_ ? wdt16_.data() + size_t(lo) * H : nullptr, H, 0.0f, dxg, H);
+      for (int i = 0; i < n; ++i)
+        std::memcpy(dxd + size_t(rows[i]) * H, dxg + size_t(i) * H, H * sizeof(float));
+    }
+    part[j] = st;
+  }
+  ClipRangedPairs(batch, norm2);
+  StepStats st;
+  for (const auto& p : part) {
+    st.loss_sum += p.loss_sum;
+    st.correct += p.correct;
+    st.count += p.count;
+  }
+  return st;
+}
+
+// Dense part of ||g_b||^2 = ||sum_t x_t^T d_t||^2 + ||sum_t d_t||^2
+// = sum_{t,s} (x_t.x_s + 1)(d_t.d_s), d_t.d_s over the intersection of the
+// two ranges: only pairs of overlapping ranges count (disjoint field ranges:
+// the diagonal alone).
+void TrainImpl::ClipRangedPairs(const Batch& batch, double* norm2) {
+  const int B = B_, T = T_, H = spec_.rnn_units;
+  const float* xl = LayerInput(spec_.num_layers);
+  const float* dl = clip_dl_.data();
+#pragma omp parallel for num_threads(std::min(nt_, B)) schedule(static)
+  for (int b = 0; b < B; ++b) {
+    const int* lo = batch.legal_lo.data() + size_t(b) * T;
+    const int* hi = batch.legal_hi.data() + size_t(b) * T;
+    double n2 = 0;
+    for (int t = 0; t < T; ++t) {
+      if (hi[t] - lo[t] < 2) continue;  // d_t = 0
+      const float* xt = xl + (size_t(t) * B + b) * H;
+      const float* dt = dl + clip_row_off_[size_t(t) * B + b];
+      for (int u = t; u < T; ++u) {
+        const int a = std::max(lo[t], lo[u]), e = std::min(hi[t], hi[u]);
+        if (e <= a || hi[u] - lo[u] < 2) continue;
+        const float* xu = xl + (size_t(u) * B + b) * H;
+        const float* du = dl + clip_row_off_[size_t(u) * B + b];
+        float dd = 0, xx = 0;
+#pragma omp simd reduction(+ : dd)
+        for (int v = a; v < e; ++v) dd += dt[v - lo[t]] * du[v - lo[u]];
+#pragma omp simd reduction(+ : xx)
+        for (int k = 0; k < H; ++k) xx += xt[k] * xu[k];
+        n2 += (u == t ? 1.0 : 2.0) * (double(xx) + 1.0) * double(dd);
+      }
+    }
+    norm2[b] += n2;
+  }
+}
+
+// Pass 2: each kept row of dlogits scaled by its example's clip factor s[b],
+// then per run dWd[:, lo:hi] += X_g^T D_g and dbd[lo:hi] += colsum D_g into
+// per-thread sums (thread 0: the gradients), added in thread order.
+void TrainImpl::ClipRangedGrads(const Batch& batch, const float* s) {
+  const int B = B_, H = spec_.rnn_units, V = spec_.vocab_size;
+  const int nt = int(dense_runs_.size());
+  for (auto* v : {&dense_dw_, &dense_db_}) v->resize(std::max<size_t>(v->size(), nt));
+  const float* xl = LayerInput(spec_.num_layers);
+  (void)batch;
+#pragma omp parallel num_threads(nt)
+  {
+    const int j = omp_get_thread_num();
+    float* dw = grads_.data() + off_dw_;
+    if (j > 0) {
+      dense_dw_[j].Reserve(size_t(H) * V);
+      dw = dense_dw_[j].data();
+    }
+    dense_db_[j].Reserve(V);
+    float* db = dense_db_[j].data();
+    std::memset(dw, 0, size_t(H) * V * sizeof(float));
+    std::memset(db, 0, V * sizeof(float));
+    for (const DenseRun& run : dense_runs_[j]) {
+      const int n = run.n, lo = run.lo, w = run.hi - run.lo;
+      if (w == 1) continue;
+      const int* rows = dense_order_.data() + run.pos;
+      float* dl = clip_dl_.data() + clip_off_[size_t(run.pos)];
+      float* xg = dense_xg_[j].data();  // reserved by ClipRangedNorms
+      for (int i = 0; i < n; ++i) {
+        std::memcpy(xg + size_t(i) * H, xl + size_t(rows[i]) * H, H * sizeof(float));
+        const float sb = s[rows[i] % B];
+        float* r = dl + size_t(i) * w;
+#pragma omp simd
+        for (int v = 0; v < w; ++v) r[v] *= sb;
+        for (int v = 0; v < w; ++v) db[lo + v] += r[v];
+      }
+      Gemm(true, false, H, w, n, 1.0f, xg, H, dl, nullptr, w, 1.0f, dw + lo, V);
+    }
+  }
+  float* gw = grads_.data() + off_dw_;
+  float* gb = grads_.data() + off_db_;
+  for (int j = 1; j < nt; ++j) {
+    const float* src = dense_dw_[j].data();
+    for (size_t k = 0; k < size_t(H) * V; ++k) gw[k] += src[k];
+  }
+  for (int v = 0; v < V; ++v) {
+    float sum = 0;
+    for (int j = 0; j < nt; ++j) sum += dense_db_[j].data()[v];
+    gb[v] = sum;
+  }
+}
+
 // Layer l's part of ||g_b||^2 from unscaled dz_[l] (x side) and DzH(l) (h
 // side; the same buffer for the lstm):
 // sum_{t,s} (dz_t.dz_s)(x_t.x_s) + (dzh_t.dzh_s)(h_{t-1}.h_{s-1})
@@ -1625,7 +1824,9 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
   // PerExampleClip path (see cpu_backend.h).
   const int B = B_, T = T_;
   std::vector<double> norm2(B, 0.0);
-  StepStats st = DenseClipNorms(batch, dx_[cur].data(), norm2.data());
+  const bool ranged = PlanClipRanged(batch);
+  StepStats st = ranged ? ClipRangedNorms(batch, dx_[cur].data(), norm2.data())
+                        : DenseClipNorms(batch, dx_[cur].data(), norm2.data());
   prof_.Mark(kClip);
   for (int l = L - 1; l >= 0; --l) {
     if (gru_) {
@@ -1633,13 +1834,17 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
     } else {
       RecurrenceBackward(l, dx_[cur].data(), /*accumulate_bias=*/false);
     }
+    prof_.Mark(kBwdRec);
     LayerInputGrad(l, dx_[1 - cur].data());
+    prof_.Mark(kBwdDx);
     cur = 1 - cur;
     ClipLayerNorms(l, norm2.data());
+    prof_.Mark(kClipLayers);
   }
   float* dx0 = dx_[cur].data();
   ApplyMaskInPlace(0, dx0, E);
   ClipEmbeddingNorms(batch, dx0, norm2.data());
+  prof_.Mark(kClipLayers);
   std::vector<float> s(B);             // clip factor per example
   std::vector<double> dense_scale(B);  // clip factor / example weight sum
   if (clip->norms) clip->norms->assign(B, 0.0f);
@@ -1671,10 +1876,17 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
       for (int e = 0; e < E; ++e) r[e] *= sb;
     }
   }
+  prof_.Mark(kClipGrads);
   for (int l = 0; l < L; ++l) LayerWeightGrads(l, /*bias_from_colsum=*/true, /*rounded=*/false);
+  prof_.Mark(kBwdDw);
   EmbeddingGrad(batch, dx0);
-  DenseClipGrads(batch, dense_scale.data());
-  prof_.Mark(kClip);
+  prof_.Mark(kEmbGrad);
+  if (ranged) {
+    ClipRangedGrads(batch, s.data());
+  } else {
+    DenseClipGrads(batch, dense_scale.data());
+  }
+  prof_.Mark(kClipGrads);
   return st;
 }
 
