@@ -345,7 +345,8 @@ class TrainImpl final : public CpuTrainBackend {
   float* DzH(int l) { return gru_ ? dzh_[l].data() : dz_[l].data(); }
   // rounded: use the bf16 copies of x, h and dz (bf16 only; not after the
   // clip path rescaled dz).
-  void LayerWeightGrads(int l, bool bias_from_colsum, bool rounded);
+  void LayerWeightGrads(int l, bool rounded);
+  void ClipBiasGrads(int l, const float* s);
   // dX_l = dZ_l Wx^T into dx (bf16: from the rounded dz and weights).
   void LayerInputGrad(int l, float* dx);
   StepStats DenseStage(const Batch& batch, bool train, double count, float* dxd, float* logits_out);
@@ -478,6 +479,11 @@ class TrainImpl final : public CpuTrainBackend {
   Buffer<float> clip_dl_;
   std::vector<int64_t> clip_off_, clip_row_off_;
   std::vector<float> clip_inv_;  // [B] 1 / (example b's weight sum), 0 when none
+  // Clip path: example b's rows t >= clip_len_[b] have weight 0, hence zero
+  // gradients (the backward runs from later to earlier steps only); per layer
+  // [rows, B, GH] sum_t dz_t per example (ClipLayerNorms; rows 2: the gru's dzh).
+  std::vector<int> clip_len_;
+  std::vector<Buffer<float>> clip_bsum_;
   std::vector<std::vector<DenseRun>> dense_runs_;    // per thread, by PlanDense
   bool dense_direct_ = true;                         // runs index rows, not dense_order_
   Profile prof_;
@@ -1009,8 +1015,9 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
 }
 
 // Weight gradients of layer l from dz_[l] (already scaled on the clip path):
-// dWh = H_{prev}^T dZ, dWx = X^T dZ, db = bscratch_ (or colsum dZ).
-void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum, bool rounded) {
+// dWh = H_{prev}^T dZ, dWx = X^T dZ, db = bscratch_ (the recurrence's sums, or
+// ClipBiasGrads).
+void TrainImpl::LayerWeightGrads(int l, bool rounded) {
   const int B = B_, T = T_, H = spec_.rnn_units, H4 = G_ * H;  // H4: G H columns
   const auto& Ly = lay_[l];
   float* g = grads_.data();
@@ -1051,21 +1058,6 @@ void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum, bool rounded) {
   }
   Unpermute(wscratch_.data(), Ly.in, g + Ly.wx);
   const int bias_rows = gru_ ? 2 : 1;  // gru: row 0 from dz (bx), row 1 from dzh (bh)
-  if (bias_from_colsum) {
-    const int R = R_;
-    for (int row = 0; row < bias_rows; ++row) {
-      float* db = bscratch_.data() + size_t(row) * H4;
-      const float* dz = row == 0 ? dz_[l].data() : DzH(l);
-#pragma omp parallel for num_threads(nt_) schedule(static)
-      for (int c0 = 0; c0 < H4; c0 += 16) {
-        const int c1 = std::min(H4, c0 + 16);
-        float acc[16] = {0};
-        for (int r = 0; r < R; ++r)
-          for (int c = c0; c < c1; ++c) acc[c - c0] += dz[size_t(r) * H4 + c];
-        for (int c = c0; c < c1; ++c) db[c] = acc[c - c0];
-      }
-    }
-  }
   Unpermute(bscratch_.data(), bias_rows, g + Ly.b);
 }
 
@@ -1713,44 +1705,68 @@ void TrainImpl::ClipLayerNorms(int l, double* norm2) {
   const float* dzh = DzH(l);
   const int nt = std::min(nt_, B);
   gram_.resize(std::max<size_t>(gram_.size(), nt));
+  clip_bsum_.resize(size_t(spec_.num_layers));
+  clip_bsum_[l].Reserve(size_t(gru_ ? 2 : 1) * B * H4);
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int b = 0; b < B; ++b) {
     const int j = omp_get_thread_num();
-    gram_[j].Reserve(size_t(4) * T * T + H4);
-    float* gx = gram_[j].data();          // [T, T]
-    float* gh = gx + size_t(T) * T;       // [T-1, T-1]
-    float* gz = gh + size_t(T) * T;       // [T, T]
-    float* gzh = gz + size_t(T) * T;      // [T, T] (gru; the lstm uses gz)
-    float* colsum = gzh + size_t(T) * T;  // [GH]
-    SgemmSerial(false, true, T, T, in, 1.0f, x + size_t(b) * in, B * in, x + size_t(b) * in, B * in,
-                0.0f, gx, T);
-    SgemmSerial(false, true, T, T, H4, 1.0f, dz + size_t(b) * H4, B * H4, dz + size_t(b) * H4,
-                B * H4, 0.0f, gz, T);
-    if (gru_)
-      SgemmSerial(false, true, T, T, H4, 1.0f, dzh + size_t(b) * H4, B * H4, dzh + size_t(b) * H4,
-                  B * H4, 0.0f, gzh, T);
+    const int Tb = clip_len_[size_t(b)];  // dz_t = 0 for t >= Tb
+    gram_[j].Reserve(size_t(4) * T * T);
+    float* gx = gram_[j].data();          // [Tb, Tb]
+    float* gh = gx + size_t(T) * T;       // [Tb-1, Tb-1]
+    float* gz = gh + size_t(T) * T;       // [Tb, Tb]
+    float* gzh = gz + size_t(T) * T;      // [Tb, Tb] (gru; the lstm uses gz)
+    double n2 = 0;
+    if (Tb > 0) {
+      SgemmSerial(false, true, Tb, Tb, in, 1.0f, x + size_t(b) * in, B * in, x + size_t(b) * in,
+                  B * in, 0.0f, gx, Tb);
+      SgemmSerial(false, true, Tb, Tb, H4, 1.0f, dz + size_t(b) * H4, B * H4, dz + size_t(b) * H4,
+                  B * H4, 0.0f, gz, Tb);
+    }
+    if (gru_ && Tb > 0)
+      SgemmSerial(false, true, Tb, Tb, H4, 1.0f, dzh + size_t(b) * H4, B * H4,
+                  dzh + size_t(b) * H4, B * H4, 0.0f, gzh, Tb);
     else
       gzh = gz;
-    if (T > 1)
-      SgemmSerial(false, true, T - 1, T - 1, H, 1.0f, h + size_t(b) * H, B * H, h + size_t(b) * H,
-                  B * H, 0.0f, gh, T - 1);
-    double n2 = 0;
-    for (int t = 0; t < T; ++t)
-      for (int s = 0; s < T; ++s) {
-        n2 += double(gz[size_t(t) * T + s]) * gx[size_t(t) * T + s];
+    if (Tb > 1)
+      SgemmSerial(false, true, Tb - 1, Tb - 1, H, 1.0f, h + size_t(b) * H, B * H,
+                  h + size_t(b) * H, B * H, 0.0f, gh, Tb - 1);
+    for (int t = 0; t < Tb; ++t)
+      for (int s = 0; s < Tb; ++s) {
+        n2 += double(gz[size_t(t) * Tb + s]) * gx[size_t(t) * Tb + s];
         if (t > 0 && s > 0)
-          n2 += double(gzh[size_t(t) * T + s]) * gh[size_t(t - 1) * (T - 1) + (s - 1)];
+          n2 += double(gzh[size_t(t) * Tb + s]) * gh[size_t(t - 1) * (Tb - 1) + (s - 1)];
       }
-    for (const float* d : {dz, dzh}) {
+    // sum_t dz_t per example (and dzh_t, the gru's bh), kept for the bias
+    // gradient (ClipBiasGrads).
+    for (int row = 0; row < (gru_ ? 2 : 1); ++row) {
+      const float* d = row == 0 ? dz : dzh;
+      float* colsum = clip_bsum_[l].data() + (size_t(row) * B + b) * H4;
       std::memset(colsum, 0, H4 * sizeof(float));
-      for (int t = 0; t < T; ++t) {
+      for (int t = 0; t < Tb; ++t) {
         const float* r = d + (size_t(t) * B + b) * H4;
+#pragma omp simd
         for (int c = 0; c < H4; ++c) colsum[c] += r[c];
       }
       for (int c = 0; c < H4; ++c) n2 += double(colsum[c]) * colsum[c];
-      if (!gru_) break;
     }
     norm2[b] += n2;
+  }
+}
+
+// The clip path's bias gradient into bscratch_: sum_b s[b] sum_t dz_bt from
+// the per-example sums of ClipLayerNorms (examples in order: fixed).
+void TrainImpl::ClipBiasGrads(int l, const float* s) {
+  const int B = B_, H4 = G_ * spec_.rnn_units;
+  for (int row = 0; row < (gru_ ? 2 : 1); ++row) {
+    float* db = bscratch_.data() + size_t(row) * H4;
+    std::memset(db, 0, H4 * sizeof(float));
+    for (int b = 0; b < B; ++b) {
+      const float* src = clip_bsum_[l].data() + (size_t(row) * B + b) * H4;
+      const float sb = s[b];
+#pragma omp simd
+      for (int c = 0; c < H4; ++c) db[c] += sb * src[c];
+    }
   }
 }
 
@@ -1762,15 +1778,17 @@ void TrainImpl::ClipEmbeddingNorms(const Batch& batch, const float* dx0, double*
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int b = 0; b < B; ++b) {
     const int j = omp_get_thread_num();
+    const int Tb = clip_len_[size_t(b)];  // dx_t = 0 for t >= Tb
     gram_[j].Reserve(size_t(T) * T);
-    float* g = gram_[j].data();  // [T, T]
-    SgemmSerial(false, true, T, T, E, 1.0f, dx0 + size_t(b) * E, B * E, dx0 + size_t(b) * E, B * E,
-                0.0f, g, T);
+    float* g = gram_[j].data();  // [Tb, Tb]
+    if (Tb > 0)
+      SgemmSerial(false, true, Tb, Tb, E, 1.0f, dx0 + size_t(b) * E, B * E, dx0 + size_t(b) * E,
+                  B * E, 0.0f, g, Tb);
     const int32_t* tok = batch.inputs.data() + size_t(b) * T;
     double n2 = 0;
-    for (int t = 0; t < T; ++t)
-      for (int s = 0; s < T; ++s)
-        if (tok[t] == tok[s]) n2 += g[size_t(t) * T + s];
+    for (int t = 0; t < Tb; ++t)
+      for (int s = 0; s < Tb; ++s)
+        if (tok[t] == tok[s]) n2 += g[size_t(t) * Tb + s];
     norm2[b] += n2;
   }
 }
@@ -1812,7 +1830,7 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
       LayerInputGrad(l, dx_[1 - cur].data());
       prof_.Mark(kBwdDx);
       cur = 1 - cur;
-      LayerWeightGrads(l, /*bias_from_colsum=*/false, /*rounded=*/true);
+      LayerWeightGrads(l, /*rounded=*/true);
       prof_.Mark(kBwdDw);
     }
     ApplyMaskInPlace(0, dx_[cur].data(), E);
@@ -1824,6 +1842,13 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
   // PerExampleClip path (see cpu_backend.h).
   const int B = B_, T = T_;
   std::vector<double> norm2(B, 0.0);
+  clip_len_.assign(size_t(B), 0);
+  for (int b = 0; b < B; ++b)
+    for (int t = T - 1; t >= 0; --t)
+      if (W(batch, b, t) != 0.0f) {
+        clip_len_[size_t(b)] = t + 1;
+        break;
+      }
   const bool ranged = PlanClipRanged(batch);
   StepStats st = ranged ? ClipRangedNorms(batch, dx_[cur].data(), norm2.data())
                         : DenseClipNorms(batch, dx_[cur].data(), norm2.data());
@@ -1877,7 +1902,10 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
     }
   }
   prof_.Mark(kClipGrads);
-  for (int l = 0; l < L; ++l) LayerWeightGrads(l, /*bias_from_colsum=*/true, /*rounded=*/false);
+  for (int l = 0; l < L; ++l) {
+    ClipBiasGrads(l, s.data());
+    LayerWeightGrads(l, /*rounded=*/false);
+  }
   prof_.Mark(kBwdDw);
   EmbeddingGrad(batch, dx0);
   prof_.Mark(kEmbGrad);
