@@ -1770,7 +1770,9 @@ void TrainImpl::ClipBiasGrads(int l, const float* s) {
   }
 }
 
-// Embedding part: sum over position pairs with the same token of dx_t.dx_s.
+// Embedding part: the rows of E that example b's tokens pick get
+// sum_{t: tok_t = k} dx_t, so ||.||^2 = sum_k ||sum_{t: tok_t = k} dx_t||^2
+// (positions sorted by token, one sum per distinct token: O(T E)).
 void TrainImpl::ClipEmbeddingNorms(const Batch& batch, const float* dx0, double* norm2) {
   const int B = B_, T = T_, E = spec_.embedding_dim;
   const int nt = std::min(nt_, B);
@@ -1779,16 +1781,24 @@ void TrainImpl::ClipEmbeddingNorms(const Batch& batch, const float* dx0, double*
   for (int b = 0; b < B; ++b) {
     const int j = omp_get_thread_num();
     const int Tb = clip_len_[size_t(b)];  // dx_t = 0 for t >= Tb
-    gram_[j].Reserve(size_t(T) * T);
-    float* g = gram_[j].data();  // [Tb, Tb]
-    if (Tb > 0)
-      SgemmSerial(false, true, Tb, Tb, E, 1.0f, dx0 + size_t(b) * E, B * E, dx0 + size_t(b) * E,
-                  B * E, 0.0f, g, Tb);
+    gram_[j].Reserve(size_t(E) + T);
+    float* acc = gram_[j].data();  // [E]
+    int* pos = reinterpret_cast<int*>(acc + E);  // [Tb] positions by token
     const int32_t* tok = batch.inputs.data() + size_t(b) * T;
+    for (int t = 0; t < Tb; ++t) pos[t] = t;
+    std::sort(pos, pos + Tb, [&](int u, int v) { return tok[u] != tok[v] ? tok[u] < tok[v] : u < v; });
     double n2 = 0;
-    for (int t = 0; t < Tb; ++t)
-      for (int s = 0; s < Tb; ++s)
-        if (tok[t] == tok[s]) n2 += g[size_t(t) * Tb + s];
+    for (int i = 0; i < Tb;) {
+      std::memset(acc, 0, size_t(E) * sizeof(float));
+      int k = i;
+      for (; k < Tb && tok[pos[k]] == tok[pos[i]]; ++k) {
+        const float* r = dx0 + (size_t(pos[k]) * B + b) * E;
+#pragma omp simd
+        for (int e = 0; e < E; ++e) acc[e] += r[e];
+      }
+      for (int e = 0; e < E; ++e) n2 += double(acc[e]) * acc[e];
+      i = k;
+    }
     norm2[b] += n2;
   }
 }
