@@ -478,6 +478,7 @@ class TrainImpl final : public CpuTrainBackend {
   // total); clip_row_off_[r] the same by row r.
   Buffer<float> clip_dl_;
   std::vector<int64_t> clip_off_, clip_row_off_;
+  std::vector<double> clip_diag_;  // [R] (x_r.x_r + 1)(d_r.d_r) (ClipRangedNorms)
   std::vector<float> clip_inv_;  // [B] 1 / (example b's weight sum), 0 when none
   // Clip path: example b's rows t >= clip_len_[b] have weight 0, hence zero
   // gradients (the backward runs from later to earlier steps only); per layer
@@ -1534,6 +1535,7 @@ bool TrainImpl::PlanClipRanged(const Batch& batch) {
     acc += batch.legal_hi[i] - batch.legal_lo[i];
   }
   clip_off_[size_t(R)] = acc;
+  clip_diag_.resize(size_t(R));
   clip_dl_.Reserve(size_t(std::max<int64_t>(acc, 1)));
   clip_inv_.assign(size_t(B), 0.0f);
   for (int b = 0; b < B; ++b) {
@@ -1570,6 +1572,7 @@ StepStats TrainImpl::ClipRangedNorms(const Batch& batch, float* dxd, double* nor
           st.correct += double(wt);
           st.count += wt;
           dl[i] = 0.0f;
+          clip_diag_[size_t(rows[i])] = 0.0;
           std::memset(dxd + size_t(rows[i]) * H, 0, size_t(H) * sizeof(float));
         }
         continue;
@@ -1588,6 +1591,15 @@ StepStats TrainImpl::ClipRangedNorms(const Batch& batch, float* dxd, double* nor
         st.loss_sum += double(wt) * rr.ce;
         st.correct += rr.correct ? double(wt) : 0.0;
         st.count += wt;
+        // The diagonal term of ClipRangedPairs, while the rows are in cache.
+        const float* xr = xg + size_t(i) * H;
+        const float* dr = dl + size_t(i) * w;
+        float xx = 0, dd = 0;
+#pragma omp simd reduction(+ : xx)
+        for (int c = 0; c < H; ++c) xx += xr[c] * xr[c];
+#pragma omp simd reduction(+ : dd)
+        for (int v = 0; v < w; ++v) dd += dr[v] * dr[v];
+        clip_diag_[size_t(rows[i])] = (double(xx) + 1.0) * double(dd);
       }
       dense_dxg_[j].Reserve(size_t(n) * H);
       float* dxg = dense_dxg_[j].data();
@@ -1610,35 +1622,45 @@ StepStats TrainImpl::ClipRangedNorms(const Batch& batch, float* dxd, double* nor
 
 // Dense part of ||g_b||^2 = ||sum_t x_t^T d_t||^2 + ||sum_t d_t||^2
 // = sum_{t,s} (x_t.x_s + 1)(d_t.d_s), d_t.d_s over the intersection of the
-// two ranges: only pairs of overlapping ranges count (disjoint field ranges:
-// the diagonal alone).
+// two ranges: the diagonal from clip_diag_, then the pairs of overlapping
+// ranges, found by a sweep over the positions sorted by range start (none for
+// disjoint field ranges).
 void TrainImpl::ClipRangedPairs(const Batch& batch, double* norm2) {
   const int B = B_, T = T_, H = spec_.rnn_units;
   const float* xl = LayerInput(spec_.num_layers);
   const float* dl = clip_dl_.data();
-#pragma omp parallel for num_threads(std::min(nt_, B)) schedule(static)
-  for (int b = 0; b < B; ++b) {
-    const int* lo = batch.legal_lo.data() + size_t(b) * T;
-    const int* hi = batch.legal_hi.data() + size_t(b) * T;
-    double n2 = 0;
-    for (int t = 0; t < T; ++t) {
-      if (hi[t] - lo[t] < 2) continue;  // d_t = 0
-      const float* xt = xl + (size_t(t) * B + b) * H;
-      const float* dt = dl + clip_row_off_[size_t(t) * B + b];
-      for (int u = t; u < T; ++u) {
-        const int a = std::max(lo[t], lo[u]), e = std::min(hi[t], hi[u]);
-        if (e <= a || hi[u] - lo[u] < 2) continue;
-        const float* xu = xl + (size_t(u) * B + b) * H;
-        const float* du = dl + clip_row_off_[size_t(u) * B + b];
-        float dd = 0, xx = 0;
+#pragma omp parallel num_threads(std::min(nt_, B))
+  {
+    std::vector<int> pos(static_cast<size_t>(T));
+#pragma omp for schedule(static)
+    for (int b = 0; b < B; ++b) {
+      const int* lo = batch.legal_lo.data() + size_t(b) * T;
+      const int* hi = batch.legal_hi.data() + size_t(b) * T;
+      int n = 0;
+      for (int t = 0; t < T; ++t)
+        if (hi[t] - lo[t] >= 2) pos[size_t(n++)] = t;  // else d_t = 0
+      std::sort(pos.begin(), pos.begin() + n,
+                [&](int u, int v) { return lo[u] != lo[v] ? lo[u] < lo[v] : u < v; });
+      double n2 = 0;
+      for (int t = 0; t < T; ++t) n2 += clip_diag_[size_t(t) * B + b];
+      for (int i = 0; i < n; ++i) {
+        const int t = pos[size_t(i)];
+        const float* xt = xl + (size_t(t) * B + b) * H;
+        const float* dt = dl + clip_row_off_[size_t(t) * B + b];
+        for (int k = i + 1; k < n && lo[pos[size_t(k)]] < hi[t]; ++k) {
+          const int u = pos[size_t(k)], e = std::min(hi[t], hi[u]);
+          const float* xu = xl + (size_t(u) * B + b) * H;
+          const float* du = dl + clip_row_off_[size_t(u) * B + b];
+          float dd = 0, xx = 0;
 #pragma omp simd reduction(+ : dd)
-        for (int v = a; v < e; ++v) dd += dt[v - lo[t]] * du[v - lo[u]];
+          for (int v = lo[u]; v < e; ++v) dd += dt[v - lo[t]] * du[v - lo[u]];
 #pragma omp simd reduction(+ : xx)
-        for (int k = 0; k < H; ++k) xx += xt[k] * xu[k];
-        n2 += (u == t ? 1.0 : 2.0) * (double(xx) + 1.0) * double(dd);
+          for (int c = 0; c < H; ++c) xx += xt[c] * xu[c];
+          n2 += 2.0 * (double(xx) + 1.0) * double(dd);
+        }
       }
+      norm2[b] += n2;
     }
-    norm2[b] += n2;
   }
 }
 
