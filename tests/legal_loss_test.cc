@@ -1,10 +1,11 @@
 // The training loss over each target's legal ids (model/network.h, "legal"):
 // the per-position ranges of the dataset (tokenize/legal_ranges.h, records
 // split across chunks included), finite differences of the sliced loss, the
-// CPU backend's grouped fast path against a masked full-softmax oracle (the
-// loss from ForwardLogits in double, every gradient from the per-example clip
-// path, which runs the full-width GEMM with the ids outside masked) in fp32
-// and bf16 at several thread counts, and char tokenizers without ranges.
+// CPU backend's grouped fast path against the full logits (the loss from
+// ForwardLogits in double, every gradient from the per-example clip path with
+// a clip that never binds) in fp32 and bf16 at several thread counts, the clip
+// path over legal ranges against an explicit per-example backward, and char
+// tokenizers without ranges.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -144,9 +145,10 @@ TEST(LegalLoss, FiniteDifferencesOfTheSlicedLoss) {
 
 bool HaveBf16() { return DetectCpuFeatures().bf16(); }
 
-// The grouped fast path (Step without clip) against the oracle: the loss from
-// ForwardLogits, the gradients from the clip path with a clip that never binds
-// (sum_b g_b / B = the mean gradient for unweighted equal-length examples).
+// The grouped fast path (Step without clip) against the loss from
+// ForwardLogits and the gradients of the clip path (its own code, checked
+// against per-example runs below) with a clip that never binds (sum_b g_b / B
+// = the mean gradient for unweighted equal-length examples).
 void FastPathAgainstOracle(Precision precision, double tol) {
   const NetworkSpec spec = Spec(32);
   const int B = 16, T = 12;  // R = 192 rows: up to 3 dense threads
