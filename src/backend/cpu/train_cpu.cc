@@ -347,6 +347,7 @@ class TrainImpl final : public CpuTrainBackend {
   // clip path rescaled dz).
   void LayerWeightGrads(int l, bool rounded);
   void ClipBiasGrads(int l, const float* s);
+  StepStats ClipStep(const Batch& batch, const PerExampleClip& clip);
   // dX_l = dZ_l Wx^T into dx (bf16: from the rounded dz and weights).
   void LayerInputGrad(int l, float* dx);
   StepStats DenseStage(const Batch& batch, bool train, double count, float* dxd, float* logits_out);
@@ -1839,8 +1840,9 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
   RefreshPermuted();
   prof_.Mark(kRefresh);
   Forward(batch, dropout_seed);
-  const int L = spec_.num_layers, E = spec_.embedding_dim, GH = G_ * spec_.rnn_units;
+  const int L = spec_.num_layers, E = spec_.embedding_dim;
   if (!train) return DenseStage(batch, false, 0, nullptr, nullptr);
+  if (clip) return ClipStep(batch, *clip);
 
   double count = 0;
   if (batch.weights.empty()) {
@@ -1849,7 +1851,7 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
     for (float w : batch.weights) count += w;
   }
   int cur = 0;  // dx_[cur]: dL/d(input of the layer above), pre-mask
-  if (!clip) {
+  {  // the plain path (the clip path: ClipStep)
     StepStats st = DenseStage(batch, true, count, dx_[cur].data(), nullptr);
     prof_.Mark(kDense);
     for (int l = L - 1; l >= 0; --l) {
@@ -1870,9 +1872,12 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
     prof_.Mark(kEmbGrad);
     return st;
   }
+}
 
-  // PerExampleClip path (see cpu_backend.h).
-  const int B = B_, T = T_;
+// The PerExampleClip part of Step after the forward (see cpu_backend.h).
+StepStats TrainImpl::ClipStep(const Batch& batch, const PerExampleClip& clip) {
+  const int B = B_, T = T_, L = spec_.num_layers, E = spec_.embedding_dim, GH = G_ * spec_.rnn_units;
+  int cur = 0;  // dx_[cur]: dL/d(input of the layer above), pre-mask
   std::vector<double> norm2(B, 0.0);
   clip_len_.assign(size_t(B), 0);
   for (int b = 0; b < B; ++b)
@@ -1904,11 +1909,11 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
   prof_.Mark(kClipLayers);
   std::vector<float> s(B);             // clip factor per example
   std::vector<double> dense_scale(B);  // clip factor / example weight sum
-  if (clip->norms) clip->norms->assign(B, 0.0f);
+  if (clip.norms) clip.norms->assign(B, 0.0f);
   for (int b = 0; b < B; ++b) {
     const double n = std::sqrt(std::max(0.0, norm2[b]));
-    s[b] = n > clip->l2_norm_clip ? float(clip->l2_norm_clip / n) : 1.0f;
-    if (clip->norms) (*clip->norms)[b] = float(n);
+    s[b] = n > clip.l2_norm_clip ? float(clip.l2_norm_clip / n) : 1.0f;
+    if (clip.norms) (*clip.norms)[b] = float(n);
     double wsum = 0;
     for (int t = 0; t < T; ++t) wsum += W(batch, b, t);
     dense_scale[b] = wsum > 0 ? s[b] / wsum : 0.0;
