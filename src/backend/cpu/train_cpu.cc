@@ -346,7 +346,7 @@ class TrainImpl final : public CpuTrainBackend {
   // rounded: use the bf16 copies of x, h and dz (bf16 only; not after the
   // clip path rescaled dz).
   void LayerWeightGrads(int l, bool rounded);
-  void ClipBiasGrads(int l, const float* s);
+  void ClipScaleRows(int l, const float* s);
   StepStats ClipStep(const Batch& batch, const PerExampleClip& clip);
   // dX_l = dZ_l Wx^T into dx (bf16: from the rounded dz and weights).
   void LayerInputGrad(int l, float* dx);
@@ -482,10 +482,8 @@ class TrainImpl final : public CpuTrainBackend {
   std::vector<double> clip_diag_;  // [R] (x_r.x_r + 1)(d_r.d_r) (ClipRangedNorms)
   std::vector<float> clip_inv_;  // [B] 1 / (example b's weight sum), 0 when none
   // Clip path: example b's rows t >= clip_len_[b] have weight 0, hence zero
-  // gradients (the backward runs from later to earlier steps only); per layer
-  // [rows, B, GH] sum_t dz_t per example (ClipLayerNorms; rows 2: the gru's dzh).
+  // gradients (the backward runs from later to earlier steps only).
   std::vector<int> clip_len_;
-  std::vector<Buffer<float>> clip_bsum_;
   std::vector<std::vector<DenseRun>> dense_runs_;    // per thread, by PlanDense
   bool dense_direct_ = true;                         // runs index rows, not dense_order_
   Profile prof_;
@@ -1018,7 +1016,7 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
 
 // Weight gradients of layer l from dz_[l] (already scaled on the clip path):
 // dWh = H_{prev}^T dZ, dWx = X^T dZ, db = bscratch_ (the recurrence's sums, or
-// ClipBiasGrads).
+// ClipScaleRows).
 void TrainImpl::LayerWeightGrads(int l, bool rounded) {
   const int B = B_, T = T_, H = spec_.rnn_units, H4 = G_ * H;  // H4: G H columns
   const auto& Ly = lay_[l];
@@ -1728,8 +1726,6 @@ void TrainImpl::ClipLayerNorms(int l, double* norm2) {
   const float* dzh = DzH(l);
   const int nt = std::min(nt_, B);
   gram_.resize(std::max<size_t>(gram_.size(), nt));
-  clip_bsum_.resize(size_t(spec_.num_layers));
-  clip_bsum_[l].Reserve(size_t(gru_ ? 2 : 1) * B * H4);
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int b = 0; b < B; ++b) {
     const int j = omp_get_thread_num();
@@ -1760,35 +1756,48 @@ void TrainImpl::ClipLayerNorms(int l, double* norm2) {
         if (t > 0 && s > 0)
           n2 += double(gzh[size_t(t) * Tb + s]) * gh[size_t(t - 1) * (Tb - 1) + (s - 1)];
       }
-    // sum_t dz_t per example (and dzh_t, the gru's bh), kept for the bias
-    // gradient (ClipBiasGrads).
-    for (int row = 0; row < (gru_ ? 2 : 1); ++row) {
-      const float* d = row == 0 ? dz : dzh;
-      float* colsum = clip_bsum_[l].data() + (size_t(row) * B + b) * H4;
-      std::memset(colsum, 0, H4 * sizeof(float));
-      for (int t = 0; t < Tb; ++t) {
-        const float* r = d + (size_t(t) * B + b) * H4;
-#pragma omp simd
-        for (int c = 0; c < H4; ++c) colsum[c] += r[c];
-      }
-      for (int c = 0; c < H4; ++c) n2 += double(colsum[c]) * colsum[c];
-    }
+    // The bias: ||sum_t dz_t||^2 = sum_{t,s} dz_t.dz_s (and dzh, the gru's bh).
+    for (size_t i = 0; i < size_t(Tb) * Tb; ++i) n2 += double(gz[i]);
+    if (gru_)
+      for (size_t i = 0; i < size_t(Tb) * Tb; ++i) n2 += double(gzh[i]);
     norm2[b] += n2;
   }
 }
 
-// The clip path's bias gradient into bscratch_: sum_b s[b] sum_t dz_bt from
-// the per-example sums of ClipLayerNorms (examples in order: fixed).
-void TrainImpl::ClipBiasGrads(int l, const float* s) {
-  const int B = B_, H4 = G_ * spec_.rnn_units;
-  for (int row = 0; row < (gru_ ? 2 : 1); ++row) {
-    float* db = bscratch_.data() + size_t(row) * H4;
-    std::memset(db, 0, H4 * sizeof(float));
-    for (int b = 0; b < B; ++b) {
-      const float* src = clip_bsum_[l].data() + (size_t(row) * B + b) * H4;
-      const float sb = s[b];
+// Clip path: each example's rows of dz_[l] (and the gru's dzh) scaled by its
+// clip factor s[b], and the bias gradient (their column sums) into bscratch_:
+// per-thread sums over a fixed row partition, added in thread order.
+void TrainImpl::ClipScaleRows(int l, const float* s) {
+  const int B = B_, R = R_, H4 = G_ * spec_.rnn_units, rows = gru_ ? 2 : 1;
+  const int nt = std::min(nt_, std::max(1, R / 64));
+  gram_.resize(std::max<size_t>(gram_.size(), nt));
+#pragma omp parallel num_threads(nt)
+  {
+    const int j = omp_get_thread_num();
+    gram_[j].Reserve(size_t(rows) * H4);
+    float* part = gram_[j].data();  // [rows, GH]
+    std::memset(part, 0, size_t(rows) * H4 * sizeof(float));
+    const int r0 = int(int64_t(R) * j / nt), r1 = int(int64_t(R) * (j + 1) / nt);
+    for (int row = 0; row < rows; ++row) {
+      float* d = row == 0 ? dz_[l].data() : DzH(l);
+      float* db = part + size_t(row) * H4;
+      for (int r = r0; r < r1; ++r) {
+        const float sb = s[r % B];
+        float* x = d + size_t(r) * H4;
 #pragma omp simd
-      for (int c = 0; c < H4; ++c) db[c] += sb * src[c];
+        for (int c = 0; c < H4; ++c) {
+          x[c] *= sb;
+          db[c] += x[c];
+        }
+      }
+    }
+  }
+  for (int row = 0; row < rows; ++row) {
+    float* db = bscratch_.data() + size_t(row) * H4;
+    std::memcpy(db, gram_[0].data() + size_t(row) * H4, H4 * sizeof(float));
+    for (int j = 1; j < nt; ++j) {
+      const float* p = gram_[j].data() + size_t(row) * H4;
+      for (int c = 0; c < H4; ++c) db[c] += p[c];
     }
   }
 }
@@ -1876,7 +1885,7 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
 
 // The PerExampleClip part of Step after the forward (see cpu_backend.h).
 StepStats TrainImpl::ClipStep(const Batch& batch, const PerExampleClip& clip) {
-  const int B = B_, T = T_, L = spec_.num_layers, E = spec_.embedding_dim, GH = G_ * spec_.rnn_units;
+  const int B = B_, T = T_, L = spec_.num_layers, E = spec_.embedding_dim;
   int cur = 0;  // dx_[cur]: dL/d(input of the layer above), pre-mask
   std::vector<double> norm2(B, 0.0);
   clip_len_.assign(size_t(B), 0);
@@ -1918,29 +1927,19 @@ StepStats TrainImpl::ClipStep(const Batch& batch, const PerExampleClip& clip) {
     for (int t = 0; t < T; ++t) wsum += W(batch, b, t);
     dense_scale[b] = wsum > 0 ? s[b] / wsum : 0.0;
   }
-  // Scale each example's rows of dZ (every layer) and dX_0.
+  // Scale each example's rows of dX_0, and of dZ per layer (ClipScaleRows).
 #pragma omp parallel for num_threads(nt_) schedule(static)
   for (int t = 0; t < T; ++t) {
     for (int b = 0; b < B; ++b) {
-      const size_t row = size_t(t) * B + b;
+      float* r = dx0 + (size_t(t) * B + b) * E;
       const float sb = s[b];
-      for (int l = 0; l < L; ++l) {
-        float* r = dz_[l].data() + row * GH;
-#pragma omp simd
-        for (int c = 0; c < GH; ++c) r[c] *= sb;
-        if (!gru_) continue;
-        float* rh = dzh_[l].data() + row * GH;
-#pragma omp simd
-        for (int c = 0; c < GH; ++c) rh[c] *= sb;
-      }
-      float* r = dx0 + row * E;
 #pragma omp simd
       for (int e = 0; e < E; ++e) r[e] *= sb;
     }
   }
-  prof_.Mark(kClipGrads);
   for (int l = 0; l < L; ++l) {
-    ClipBiasGrads(l, s.data());
+    ClipScaleRows(l, s.data());
+    prof_.Mark(kClipGrads);
     LayerWeightGrads(l, /*rounded=*/false);
   }
   prof_.Mark(kBwdDw);
