@@ -20,6 +20,10 @@
 #include "util/rng.h"
 #include "util/status.h"
 
+#ifdef DS_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
 namespace ds {
 namespace cpu {
 namespace {
@@ -1714,6 +1718,17 @@ void TrainImpl::ClipRangedGrads(const Batch& batch, const float* s) {
   }
 }
 
+// The lower triangle (s <= t) of g[t * n + s] = a_t . a_s for n rows of width
+// k, stride lda: OpenBLAS's ssyrk (half the products), else the full GEMM.
+void GramLower(int n, int k, const float* a, int lda, float* g) {
+  if (n <= 0) return;
+#ifdef DS_HAVE_OPENBLAS
+  cblas_ssyrk(CblasRowMajor, CblasLower, CblasNoTrans, n, k, 1.0f, a, lda, 0.0f, g, n);
+#else
+  SgemmSerial(false, true, n, n, k, 1.0f, a, lda, a, lda, 0.0f, g, n);
+#endif
+}
+
 // Layer l's part of ||g_b||^2 from unscaled dz_[l] (x side) and DzH(l) (h
 // side; the same buffer for the lstm):
 // sum_{t,s} (dz_t.dz_s)(x_t.x_s) + (dzh_t.dzh_s)(h_{t-1}.h_{s-1})
@@ -1726,6 +1741,9 @@ void TrainImpl::ClipLayerNorms(int l, double* norm2) {
   const float* dzh = DzH(l);
   const int nt = std::min(nt_, B);
   gram_.resize(std::max<size_t>(gram_.size(), nt));
+#ifdef DS_HAVE_OPENBLAS
+  openblas_set_num_threads(1);  // GramLower runs on each OpenMP thread
+#endif
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int b = 0; b < B; ++b) {
     const int j = omp_get_thread_num();
@@ -1736,30 +1754,23 @@ void TrainImpl::ClipLayerNorms(int l, double* norm2) {
     float* gz = gh + size_t(T) * T;       // [Tb, Tb]
     float* gzh = gz + size_t(T) * T;      // [Tb, Tb] (gru; the lstm uses gz)
     double n2 = 0;
-    if (Tb > 0) {
-      SgemmSerial(false, true, Tb, Tb, in, 1.0f, x + size_t(b) * in, B * in, x + size_t(b) * in,
-                  B * in, 0.0f, gx, Tb);
-      SgemmSerial(false, true, Tb, Tb, H4, 1.0f, dz + size_t(b) * H4, B * H4, dz + size_t(b) * H4,
-                  B * H4, 0.0f, gz, Tb);
-    }
-    if (gru_ && Tb > 0)
-      SgemmSerial(false, true, Tb, Tb, H4, 1.0f, dzh + size_t(b) * H4, B * H4,
-                  dzh + size_t(b) * H4, B * H4, 0.0f, gzh, Tb);
+    GramLower(Tb, in, x + size_t(b) * in, B * in, gx);
+    GramLower(Tb, H4, dz + size_t(b) * H4, B * H4, gz);
+    if (gru_)
+      GramLower(Tb, H4, dzh + size_t(b) * H4, B * H4, gzh);
     else
       gzh = gz;
-    if (Tb > 1)
-      SgemmSerial(false, true, Tb - 1, Tb - 1, H, 1.0f, h + size_t(b) * H, B * H,
-                  h + size_t(b) * H, B * H, 0.0f, gh, Tb - 1);
+    GramLower(Tb - 1, H, h + size_t(b) * H, B * H, gh);
+    // Lower triangles (s <= t), off-diagonal entries twice. The bias:
+    // ||sum_t dz_t||^2 = sum_{t,s} dz_t.dz_s (and dzh, the gru's bh).
     for (int t = 0; t < Tb; ++t)
-      for (int s = 0; s < Tb; ++s) {
-        n2 += double(gz[size_t(t) * Tb + s]) * gx[size_t(t) * Tb + s];
-        if (t > 0 && s > 0)
-          n2 += double(gzh[size_t(t) * Tb + s]) * gh[size_t(t - 1) * (Tb - 1) + (s - 1)];
+      for (int s = 0; s <= t; ++s) {
+        const size_t i = size_t(t) * Tb + s;
+        double v = double(gz[i]) * (double(gx[i]) + 1.0);
+        if (s > 0) v += double(gzh[i]) * gh[size_t(t - 1) * (Tb - 1) + (s - 1)];
+        if (gru_) v += double(gzh[i]);
+        n2 += s == t ? v : 2 * v;
       }
-    // The bias: ||sum_t dz_t||^2 = sum_{t,s} dz_t.dz_s (and dzh, the gru's bh).
-    for (size_t i = 0; i < size_t(Tb) * Tb; ++i) n2 += double(gz[i]);
-    if (gru_)
-      for (size_t i = 0; i < size_t(Tb) * Tb; ++i) n2 += double(gzh[i]);
     norm2[b] += n2;
   }
 }
