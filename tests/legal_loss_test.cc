@@ -1,10 +1,11 @@
 // The training loss over each target's legal ids (model/network.h, "legal"):
 // the per-position ranges of the dataset (tokenize/legal_ranges.h, records
 // split across chunks included), finite differences of the sliced loss, the
-// CPU backend's grouped fast path against a masked full-softmax oracle (the
-// loss from ForwardLogits in double, every gradient from the per-example clip
-// path, which runs the full-width GEMM with the ids outside masked) in fp32
-// and bf16 at several thread counts, and char tokenizers without ranges.
+// CPU backend's grouped fast path against the full logits (the loss from
+// ForwardLogits in double, every gradient from the per-example clip path with
+// a clip that never binds) in fp32 and bf16 at several thread counts, the clip
+// path over legal ranges against an explicit per-example backward, and char
+// tokenizers without ranges.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -144,9 +145,10 @@ TEST(LegalLoss, FiniteDifferencesOfTheSlicedLoss) {
 
 bool HaveBf16() { return DetectCpuFeatures().bf16(); }
 
-// The grouped fast path (Step without clip) against the oracle: the loss from
-// ForwardLogits, the gradients from the clip path with a clip that never binds
-// (sum_b g_b / B = the mean gradient for unweighted equal-length examples).
+// The grouped fast path (Step without clip) against the loss from
+// ForwardLogits and the gradients of the clip path (its own code, checked
+// against per-example runs below) with a clip that never binds (sum_b g_b / B
+// = the mean gradient for unweighted equal-length examples).
 void FastPathAgainstOracle(Precision precision, double tol) {
   const NetworkSpec spec = Spec(32);
   const int B = 16, T = 12;  // R = 192 rows: up to 3 dense threads
@@ -198,6 +200,94 @@ TEST(LegalLoss, GroupedFastPathEqualsMaskedOracleFp32) { FastPathAgainstOracle(P
 TEST(LegalLoss, GroupedFastPathEqualsMaskedOracleBf16) {
   if (!HaveBf16()) GTEST_SKIP() << "no bf16 on this CPU";
   FastPathAgainstOracle(Precision::kBf16, 2e-2);
+}
+
+// Example e of a batch as a batch of one.
+Batch OneExample(const Batch& b, int e) {
+  Batch o;
+  o.batch = 1;
+  o.steps = b.steps;
+  const size_t a = size_t(e) * b.steps, z = a + b.steps;
+  o.inputs.assign(b.inputs.begin() + a, b.inputs.begin() + z);
+  o.targets.assign(b.targets.begin() + a, b.targets.begin() + z);
+  o.legal_lo.assign(b.legal_lo.begin() + a, b.legal_lo.begin() + z);
+  o.legal_hi.assign(b.legal_hi.begin() + a, b.legal_hi.begin() + z);
+  if (!b.weights.empty()) o.weights.assign(b.weights.begin() + a, b.weights.begin() + z);
+  return o;
+}
+
+// The clip path over legal ranges (rows grouped by range, the dense norms
+// from the pairs of overlapping ranges, one GEMM per run for the clipped sum)
+// against an explicit per-example backward: each example alone through the
+// plain Step (its gradient g_b; finite differences above), then ||g_b|| and
+// sum_b min(1, C / ||g_b||) g_b. fp32; a clip that binds for about half the
+// examples and one that never does.
+void ClipAgainstPerExample(int threads, bool weighted) {
+  const NetworkSpec spec = Spec(16);
+  const int B = 16, T = 12;  // R = 192 rows: up to 3 dense threads
+  const std::vector<float> w = Params(spec, 31);
+  Batch batch = LegalBatch(B, T, 17, weighted);
+  // One example of only one-id ranges (g_b = 0), one of a single weighted row.
+  for (int t = 0; t < T; ++t) {
+    batch.legal_lo[t] = batch.targets[t] = 0;
+    batch.legal_hi[t] = 1;
+  }
+  if (weighted)
+    for (int t = 0; t < T; ++t) batch.weights[size_t(T) + t] = t == 4 ? 2.0f : 0.0f;
+  auto one = cpu::NewCpuTrainBackend(spec, 1, T);
+  one->SetThreads(1);
+  one->SetParams(w.data());
+  const size_t n = one->layout().total;
+  std::vector<std::vector<float>> per(B);
+  std::vector<double> norms(B);
+  for (int b = 0; b < B; ++b) {
+    one->Step(OneExample(batch, b), true, 0);
+    per[b] = Grads(*one);
+    double n2 = 0;
+    for (float g : per[b]) n2 += double(g) * g;
+    norms[b] = std::sqrt(n2);
+  }
+  EXPECT_EQ(norms[0], 0.0);
+  std::vector<double> sorted(norms);
+  std::sort(sorted.begin(), sorted.end());
+  for (int threads_used : {threads}) {
+    auto be = cpu::NewCpuTrainBackend(spec, B, T);
+    be->SetThreads(threads_used);
+    be->SetParams(w.data());
+    for (double c : {sorted[B / 2], 1e9}) {
+      PerExampleClip clip;
+      clip.l2_norm_clip = float(c);
+      std::vector<float> got_norms;
+      clip.norms = &got_norms;
+      const StepStats st = be->Step(batch, true, 0, &clip);
+      const StepStats ref = be->Step(batch, false, 0);
+      EXPECT_NEAR(st.loss_sum, ref.loss_sum, 1e-5 * ref.loss_sum);
+      EXPECT_EQ(st.count, ref.count);
+      be->Step(batch, true, 0, &clip);
+      const std::vector<float> g = Grads(*be);
+      ASSERT_EQ(got_norms.size(), size_t(B));
+      std::vector<double> want(n, 0.0);
+      for (int b = 0; b < B; ++b) {
+        EXPECT_NEAR(got_norms[b], norms[b], 1e-6 + 1e-4 * norms[b]) << "example " << b;
+        const double s = norms[b] > c ? c / norms[b] : 1.0;
+        for (size_t i = 0; i < n; ++i) want[i] += s * per[b][i];
+      }
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_NEAR(g[i], want[i], 1e-6 + 1e-4 * std::abs(want[i]))
+            << "param " << i << " clip " << c << " threads " << threads_used;
+      // Bitwise reproducible at a given thread count.
+      be->Step(batch, true, 0, &clip);
+      EXPECT_EQ(Grads(*be), g);
+    }
+  }
+}
+
+TEST(LegalLoss, ClipMatchesPerExampleBackward) {
+  for (int threads : {1, 2, 3}) ClipAgainstPerExample(threads, false);
+}
+
+TEST(LegalLoss, ClipMatchesPerExampleBackwardWeighted) {
+  for (int threads : {1, 2, 3}) ClipAgainstPerExample(threads, true);
 }
 
 // The CUDA backend masks the logits outside [lo, hi): the same loss and

@@ -60,11 +60,19 @@
 //    materialising g_b: for every weight gradient of the form sum_t a_t^T d_t,
 //    ||.||^2 = sum_{t,s} (a_t.a_s)(d_t.d_s) (T x T Gram matrices per example);
 //    biases ||sum_t d_t||^2; embedding sum over position pairs with equal token
-//    of (dx_t.dx_s). Then each example's output-gradient rows (dlogits, dZ of
+//    of (dx_t.dx_s), taken as sum_k ||sum_{t: tok_t = k} dx_t||^2. Example
+//    b's rows past its last weighted position are zero and skipped (its Grams
+//    are [T_b, T_b]). Then each example's output-gradient rows (dlogits, dZ of
 //    every layer, dX_0) are scaled by s_b = min(1, clip / ||g_b||) before the
-//    weight-gradient GEMMs, so grads = sum_b s_b g_b (NOT divided by B). With
-//    all weights 1 and a clip that never binds, grads / B equals the unclipped
-//    gradient. The dense logits are computed twice on this path (norm pass and
+//    weight-gradient GEMMs (ONE GEMM per weight over all examples), so grads =
+//    sum_b s_b g_b (NOT divided by B); the recurrent biases from per-example
+//    sums of dZ. With all weights 1 and a clip that never binds, grads / B
+//    equals the unclipped gradient. With legal ranges (and their dlogits
+//    within 256 MiB) the dense pass runs the rows grouped by range as the
+//    plain path does (X_g Wd[:, lo:hi]), keeps each row's dlogits over its
+//    range, and the dense norm sum_{t,s} (x_t.x_s + 1)(d_t.d_s) needs only the
+//    diagonal and the pairs of overlapping ranges; without ranges the dense
+//    logits are full-width per example and computed twice (norm pass and
 //    gradient pass) instead of keeping [R, V] dlogits.
 //
 // Threads: SetThreads(n), or omp_get_max_threads() at each Step. Workspaces

@@ -20,6 +20,10 @@
 #include "util/rng.h"
 #include "util/status.h"
 
+#ifdef DS_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
 namespace ds {
 namespace cpu {
 namespace {
@@ -39,12 +43,15 @@ enum Phase {
   kBwdDw,
   kEmbGrad,
   kClip,
+  kClipLayers,
+  kClipGrads,
   kOptimizer,
   kNumPhases
 };
 const char* const kPhaseNames[kNumPhases] = {
     "weight copies",  "embed+mask0", "fwd x*Wx", "fwd recurrence", "dropout masks", "dense+softmax",
-    "bwd recurrence", "bwd dX",      "bwd dW",   "embedding grad", "clip norms",    "optimizer"};
+    "bwd recurrence", "bwd dX",      "bwd dW",   "embedding grad", "clip dense",    "clip layer norms",
+    "clip grads",     "optimizer"};
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -350,7 +357,9 @@ class TrainImpl final : public CpuTrainBackend {
   float* DzH(int l) { return gru_ ? dzh_[l].data() : dz_[l].data(); }
   // rounded: use the bf16 copies of x, h and dz (bf16 only; not after the
   // clip path rescaled dz).
-  void LayerWeightGrads(int l, bool bias_from_colsum, bool rounded);
+  void LayerWeightGrads(int l, bool rounded);
+  void ClipScaleRows(int l, const float* s);
+  StepStats ClipStep(const Batch& batch, const PerExampleClip& clip);
   // dX_l = dZ_l Wx^T into dx (bf16: from the rounded dz and weights).
   void LayerInputGrad(int l, float* dx);
   StepStats DenseStage(const Batch& batch, bool train, double count, float* dxd, float* logits_out);
@@ -365,6 +374,10 @@ class TrainImpl final : public CpuTrainBackend {
                     StepStats* st);
   StepStats DenseClipNorms(const Batch& batch, float* dxd, double* norm2);
   void DenseClipGrads(const Batch& batch, const double* scale);
+  bool PlanClipRanged(const Batch& batch);
+  StepStats ClipRangedNorms(const Batch& batch, float* dxd, double* norm2);
+  void ClipRangedPairs(const Batch& batch, double* norm2);
+  void ClipRangedGrads(const Batch& batch, const float* s);
   void ClipLayerNorms(int l, double* norm2);
   void ClipEmbeddingNorms(const Batch& batch, const float* dx0, double* norm2);
   void EmbeddingGrad(const Batch& batch, const float* dx0);
@@ -473,6 +486,16 @@ class TrainImpl final : public CpuTrainBackend {
   std::vector<Buffer<float>> dense_xg_, dense_dxg_;  // per thread [run rows, H] gathered X, dX
   std::vector<Buffer<uint16_t>> dense_xg16_;         // per thread [run rows, H] gathered X (bf16)
   std::vector<int> dense_order_;                     // [R] rows sorted by legal range
+  // Clip path with legal ranges (PlanClipRanged): the dlogits of sorted row p
+  // (dense_order_) at clip_dl_ + clip_off_[p] (its range's width; p = R: the
+  // total); clip_row_off_[r] the same by row r.
+  Buffer<float> clip_dl_;
+  std::vector<int64_t> clip_off_, clip_row_off_;
+  std::vector<double> clip_diag_;  // [R] (x_r.x_r + 1)(d_r.d_r) (ClipRangedNorms)
+  std::vector<float> clip_inv_;  // [B] 1 / (example b's weight sum), 0 when none
+  // Clip path: example b's rows t >= clip_len_[b] have weight 0, hence zero
+  // gradients (the backward runs from later to earlier steps only).
+  std::vector<int> clip_len_;
   std::vector<std::vector<DenseRun>> dense_runs_;    // per thread, by PlanDense
   bool dense_direct_ = true;                         // runs index rows, not dense_order_
   Profile prof_;
@@ -1004,8 +1027,9 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
 }
 
 // Weight gradients of layer l from dz_[l] (already scaled on the clip path):
-// dWh = H_{prev}^T dZ, dWx = X^T dZ, db = bscratch_ (or colsum dZ).
-void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum, bool rounded) {
+// dWh = H_{prev}^T dZ, dWx = X^T dZ, db = bscratch_ (the recurrence's sums, or
+// ClipScaleRows).
+void TrainImpl::LayerWeightGrads(int l, bool rounded) {
   const int B = B_, T = T_, H = spec_.rnn_units, H4 = G_ * H;  // H4: G H columns
   const auto& Ly = lay_[l];
   float* g = grads_.data();
@@ -1046,21 +1070,6 @@ void TrainImpl::LayerWeightGrads(int l, bool bias_from_colsum, bool rounded) {
   }
   Unpermute(wscratch_.data(), Ly.in, g + Ly.wx);
   const int bias_rows = gru_ ? 2 : 1;  // gru: row 0 from dz (bx), row 1 from dzh (bh)
-  if (bias_from_colsum) {
-    const int R = R_;
-    for (int row = 0; row < bias_rows; ++row) {
-      float* db = bscratch_.data() + size_t(row) * H4;
-      const float* dz = row == 0 ? dz_[l].data() : DzH(l);
-#pragma omp parallel for num_threads(nt_) schedule(static)
-      for (int c0 = 0; c0 < H4; c0 += 16) {
-        const int c1 = std::min(H4, c0 + 16);
-        float acc[16] = {0};
-        for (int r = 0; r < R; ++r)
-          for (int c = c0; c < c1; ++c) acc[c - c0] += dz[size_t(r) * H4 + c];
-        for (int c = c0; c < c1; ++c) db[c] = acc[c - c0];
-      }
-    }
-  }
   Unpermute(bscratch_.data(), bias_rows, g + Ly.b);
 }
 
@@ -1510,6 +1519,224 @@ void TrainImpl::DenseClipGrads(const Batch& batch, const double* scale) {
   }
 }
 
+// The clip path with legal ranges keeps every row's dlogits over its range
+// only (clip_dl_; a field tokenizer's ranges are a few ids each) when they fit
+// in 256 MiB: the dense pass runs PlanDense's runs of one range (the GEMMs of
+// the non-private path) instead of full-width rows per example. False (the
+// full-width DenseClipNorms / DenseClipGrads) without ranges or when too big.
+bool TrainImpl::PlanClipRanged(const Batch& batch) {
+  if (batch.legal_lo.empty()) return false;
+  const int R = R_, B = B_, T = T_;
+  int64_t total = 0;
+  for (int r = 0; r < R; ++r) {
+    const size_t i = size_t(r % B) * T + size_t(r / B);
+    total += batch.legal_hi[i] - batch.legal_lo[i];
+  }
+  if (total * int64_t(sizeof(float)) > (int64_t(256) << 20)) return false;
+  const int nt = std::min(nt_, std::max(1, R / 64));
+  PlanDense(batch, nt, /*ranged=*/true);
+  clip_off_.resize(size_t(R) + 1);
+  clip_row_off_.resize(size_t(R));
+  int64_t acc = 0;
+  for (int p = 0; p < R; ++p) {
+    const int r = dense_order_[size_t(p)];
+    const size_t i = size_t(r % B) * T + size_t(r / B);
+    clip_off_[size_t(p)] = acc;
+    clip_row_off_[size_t(r)] = acc;
+    acc += batch.legal_hi[i] - batch.legal_lo[i];
+  }
+  clip_off_[size_t(R)] = acc;
+  clip_diag_.resize(size_t(R));
+  clip_dl_.Reserve(size_t(std::max<int64_t>(acc, 1)));
+  clip_inv_.assign(size_t(B), 0.0f);
+  for (int b = 0; b < B; ++b) {
+    double wsum = 0;
+    for (int t = 0; t < T; ++t) wsum += W(batch, b, t);
+    clip_inv_[size_t(b)] = wsum > 0 ? float(1.0 / wsum) : 0.0f;
+  }
+  return true;
+}
+
+// Pass 1 of the ranged clip path, per thread over its runs (PlanClipRanged):
+// logits = X_g Wd[:, lo:hi] written into clip_dl_, softmax CE and the
+// example-normalised dlogits in place (w_t / sum_t w_t), dX = dl Wd[:, lo:hi]^T
+// scattered to dxd; then ClipRangedPairs adds the dense part of ||g_b||^2.
+StepStats TrainImpl::ClipRangedNorms(const Batch& batch, float* dxd, double* norm2) {
+  const int B = B_, T = T_, H = spec_.rnn_units, V = spec_.vocab_size;
+  const int nt = int(dense_runs_.size());
+  for (auto* v : {&dense_xg_, &dense_dxg_}) v->resize(std::max<size_t>(v->size(), nt));
+  const float* xl = LayerInput(spec_.num_layers);
+  const float* wd = params_.data() + off_dw_;
+  const float* bd = params_.data() + off_db_;
+  std::vector<StepStats> part(nt);
+#pragma omp parallel num_threads(nt)
+  {
+    const int j = omp_get_thread_num();
+    StepStats st;
+    for (const DenseRun& run : dense_runs_[j]) {
+      const int n = run.n, lo = run.lo, w = run.hi - run.lo;
+      const int* rows = dense_order_.data() + run.pos;
+      float* dl = clip_dl_.data() + clip_off_[size_t(run.pos)];  // [n, w]
+      if (w == 1) {  // CE 0, no gradient
+        for (int i = 0; i < n; ++i) {
+          const float wt = W(batch, rows[i] % B, rows[i] / B);
+          st.correct += double(wt);
+          st.count += wt;
+          dl[i] = 0.0f;
+          clip_diag_[size_t(rows[i])] = 0.0;
+          std::memset(dxd + size_t(rows[i]) * H, 0, size_t(H) * sizeof(float));
+        }
+        continue;
+      }
+      dense_xg_[j].Reserve(size_t(n) * H);
+      float* xg = dense_xg_[j].data();
+      for (int i = 0; i < n; ++i)
+        std::memcpy(xg + size_t(i) * H, xl + size_t(rows[i]) * H, H * sizeof(float));
+      Gemm(false, false, n, w, H, 1.0f, xg, H, wd + lo, bf16_ ? wd16_.data() + lo : nullptr, V,
+           0.0f, dl, w);
+      for (int i = 0; i < n; ++i) {
+        const int t = rows[i] / B, b = rows[i] % B;
+        const float wt = W(batch, b, t);
+        RowResult rr = SoftmaxRow(dl + size_t(i) * w, bd + lo, w, batch.targets[size_t(b) * T + t] - lo,
+                                  wt * clip_inv_[size_t(b)], true);
+        st.loss_sum += double(wt) * rr.ce;
+        st.correct += rr.correct ? double(wt) : 0.0;
+        st.count += wt;
+        // The diagonal term of ClipRangedPairs, while the rows are in cache.
+        const float* xr = xg + size_t(i) * H;
+        const float* dr = dl + size_t(i) * w;
+        float xx = 0, dd = 0;
+#pragma omp simd reduction(+ : xx)
+        for (int c = 0; c < H; ++c) xx += xr[c] * xr[c];
+#pragma omp simd reduction(+ : dd)
+        for (int v = 0; v < w; ++v) dd += dr[v] * dr[v];
+        clip_diag_[size_t(rows[i])] = (double(xx) + 1.0) * double(dd);
+      }
+      dense_dxg_[j].Reserve(size_t(n) * H);
+      float* dxg = dense_dxg_[j].data();
+      Gemm(false, false, n, H, w, 1.0f, dl, w, wdt_.data() + size_t(lo) * H,
+           bf16_ ? wdt16_.data() + size_t(lo) * H : nullptr, H, 0.0f, dxg, H);
+      for (int i = 0; i < n; ++i)
+        std::memcpy(dxd + size_t(rows[i]) * H, dxg + size_t(i) * H, H * sizeof(float));
+    }
+    part[j] = st;
+  }
+  ClipRangedPairs(batch, norm2);
+  StepStats st;
+  for (const auto& p : part) {
+    st.loss_sum += p.loss_sum;
+    st.correct += p.correct;
+    st.count += p.count;
+  }
+  return st;
+}
+
+// Dense part of ||g_b||^2 = ||sum_t x_t^T d_t||^2 + ||sum_t d_t||^2
+// = sum_{t,s} (x_t.x_s + 1)(d_t.d_s), d_t.d_s over the intersection of the
+// two ranges: the diagonal from clip_diag_, then the pairs of overlapping
+// ranges, found by a sweep over the positions sorted by range start (none for
+// disjoint field ranges).
+void TrainImpl::ClipRangedPairs(const Batch& batch, double* norm2) {
+  const int B = B_, T = T_, H = spec_.rnn_units;
+  const float* xl = LayerInput(spec_.num_layers);
+  const float* dl = clip_dl_.data();
+#pragma omp parallel num_threads(std::min(nt_, B))
+  {
+    std::vector<int> pos(static_cast<size_t>(T));
+#pragma omp for schedule(static)
+    for (int b = 0; b < B; ++b) {
+      const int* lo = batch.legal_lo.data() + size_t(b) * T;
+      const int* hi = batch.legal_hi.data() + size_t(b) * T;
+      int n = 0;
+      for (int t = 0; t < T; ++t)
+        if (hi[t] - lo[t] >= 2) pos[size_t(n++)] = t;  // else d_t = 0
+      std::sort(pos.begin(), pos.begin() + n,
+                [&](int u, int v) { return lo[u] != lo[v] ? lo[u] < lo[v] : u < v; });
+      double n2 = 0;
+      for (int t = 0; t < T; ++t) n2 += clip_diag_[size_t(t) * B + b];
+      for (int i = 0; i < n; ++i) {
+        const int t = pos[size_t(i)];
+        const float* xt = xl + (size_t(t) * B + b) * H;
+        const float* dt = dl + clip_row_off_[size_t(t) * B + b];
+        for (int k = i + 1; k < n && lo[pos[size_t(k)]] < hi[t]; ++k) {
+          const int u = pos[size_t(k)], e = std::min(hi[t], hi[u]);
+          const float* xu = xl + (size_t(u) * B + b) * H;
+          const float* du = dl + clip_row_off_[size_t(u) * B + b];
+          float dd = 0, xx = 0;
+#pragma omp simd reduction(+ : dd)
+          for (int v = lo[u]; v < e; ++v) dd += dt[v - lo[t]] * du[v - lo[u]];
+#pragma omp simd reduction(+ : xx)
+          for (int c = 0; c < H; ++c) xx += xt[c] * xu[c];
+          n2 += 2.0 * (double(xx) + 1.0) * double(dd);
+        }
+      }
+      norm2[b] += n2;
+    }
+  }
+}
+
+// Pass 2: each kept row of dlogits scaled by its example's clip factor s[b],
+// then per run dWd[:, lo:hi] += X_g^T D_g and dbd[lo:hi] += colsum D_g into
+// per-thread sums (thread 0: the gradients), added in thread order.
+void TrainImpl::ClipRangedGrads(const Batch& batch, const float* s) {
+  const int B = B_, H = spec_.rnn_units, V = spec_.vocab_size;
+  const int nt = int(dense_runs_.size());
+  for (auto* v : {&dense_dw_, &dense_db_}) v->resize(std::max<size_t>(v->size(), nt));
+  const float* xl = LayerInput(spec_.num_layers);
+  (void)batch;
+#pragma omp parallel num_threads(nt)
+  {
+    const int j = omp_get_thread_num();
+    float* dw = grads_.data() + off_dw_;
+    if (j > 0) {
+      dense_dw_[j].Reserve(size_t(H) * V);
+      dw = dense_dw_[j].data();
+    }
+    dense_db_[j].Reserve(V);
+    float* db = dense_db_[j].data();
+    std::memset(dw, 0, size_t(H) * V * sizeof(float));
+    std::memset(db, 0, V * sizeof(float));
+    for (const DenseRun& run : dense_runs_[j]) {
+      const int n = run.n, lo = run.lo, w = run.hi - run.lo;
+      if (w == 1) continue;
+      const int* rows = dense_order_.data() + run.pos;
+      float* dl = clip_dl_.data() + clip_off_[size_t(run.pos)];
+      float* xg = dense_xg_[j].data();  // reserved by ClipRangedNorms
+      for (int i = 0; i < n; ++i) {
+        std::memcpy(xg + size_t(i) * H, xl + size_t(rows[i]) * H, H * sizeof(float));
+        const float sb = s[rows[i] % B];
+        float* r = dl + size_t(i) * w;
+#pragma omp simd
+        for (int v = 0; v < w; ++v) r[v] *= sb;
+        for (int v = 0; v < w; ++v) db[lo + v] += r[v];
+      }
+      Gemm(true, false, H, w, n, 1.0f, xg, H, dl, nullptr, w, 1.0f, dw + lo, V);
+    }
+  }
+  float* gw = grads_.data() + off_dw_;
+  float* gb = grads_.data() + off_db_;
+  for (int j = 1; j < nt; ++j) {
+    const float* src = dense_dw_[j].data();
+    for (size_t k = 0; k < size_t(H) * V; ++k) gw[k] += src[k];
+  }
+  for (int v = 0; v < V; ++v) {
+    float sum = 0;
+    for (int j = 0; j < nt; ++j) sum += dense_db_[j].data()[v];
+    gb[v] = sum;
+  }
+}
+
+// The lower triangle (s <= t) of g[t * n + s] = a_t . a_s for n rows of width
+// k, stride lda: OpenBLAS's ssyrk (half the products), else the full GEMM.
+void GramLower(int n, int k, const float* a, int lda, float* g) {
+  if (n <= 0) return;
+#ifdef DS_HAVE_OPENBLAS
+  cblas_ssyrk(CblasRowMajor, CblasLower, CblasNoTrans, n, k, 1.0f, a, lda, 0.0f, g, n);
+#else
+  SgemmSerial(false, true, n, n, k, 1.0f, a, lda, a, lda, 0.0f, g, n);
+#endif
+}
+
 // Layer l's part of ||g_b||^2 from unscaled dz_[l] (x side) and DzH(l) (h
 // side; the same buffer for the lstm):
 // sum_{t,s} (dz_t.dz_s)(x_t.x_s) + (dzh_t.dzh_s)(h_{t-1}.h_{s-1})
@@ -1522,48 +1749,81 @@ void TrainImpl::ClipLayerNorms(int l, double* norm2) {
   const float* dzh = DzH(l);
   const int nt = std::min(nt_, B);
   gram_.resize(std::max<size_t>(gram_.size(), nt));
+#ifdef DS_HAVE_OPENBLAS
+  openblas_set_num_threads(1);  // GramLower runs on each OpenMP thread
+#endif
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int b = 0; b < B; ++b) {
     const int j = omp_get_thread_num();
-    gram_[j].Reserve(size_t(4) * T * T + H4);
-    float* gx = gram_[j].data();          // [T, T]
-    float* gh = gx + size_t(T) * T;       // [T-1, T-1]
-    float* gz = gh + size_t(T) * T;       // [T, T]
-    float* gzh = gz + size_t(T) * T;      // [T, T] (gru; the lstm uses gz)
-    float* colsum = gzh + size_t(T) * T;  // [GH]
-    SgemmSerial(false, true, T, T, in, 1.0f, x + size_t(b) * in, B * in, x + size_t(b) * in, B * in,
-                0.0f, gx, T);
-    SgemmSerial(false, true, T, T, H4, 1.0f, dz + size_t(b) * H4, B * H4, dz + size_t(b) * H4,
-                B * H4, 0.0f, gz, T);
+    const int Tb = clip_len_[size_t(b)];  // dz_t = 0 for t >= Tb
+    gram_[j].Reserve(size_t(4) * T * T);
+    float* gx = gram_[j].data();          // [Tb, Tb]
+    float* gh = gx + size_t(T) * T;       // [Tb-1, Tb-1]
+    float* gz = gh + size_t(T) * T;       // [Tb, Tb]
+    float* gzh = gz + size_t(T) * T;      // [Tb, Tb] (gru; the lstm uses gz)
+    double n2 = 0;
+    GramLower(Tb, in, x + size_t(b) * in, B * in, gx);
+    GramLower(Tb, H4, dz + size_t(b) * H4, B * H4, gz);
     if (gru_)
-      SgemmSerial(false, true, T, T, H4, 1.0f, dzh + size_t(b) * H4, B * H4, dzh + size_t(b) * H4,
-                  B * H4, 0.0f, gzh, T);
+      GramLower(Tb, H4, dzh + size_t(b) * H4, B * H4, gzh);
     else
       gzh = gz;
-    if (T > 1)
-      SgemmSerial(false, true, T - 1, T - 1, H, 1.0f, h + size_t(b) * H, B * H, h + size_t(b) * H,
-                  B * H, 0.0f, gh, T - 1);
-    double n2 = 0;
-    for (int t = 0; t < T; ++t)
-      for (int s = 0; s < T; ++s) {
-        n2 += double(gz[size_t(t) * T + s]) * gx[size_t(t) * T + s];
-        if (t > 0 && s > 0)
-          n2 += double(gzh[size_t(t) * T + s]) * gh[size_t(t - 1) * (T - 1) + (s - 1)];
+    GramLower(Tb - 1, H, h + size_t(b) * H, B * H, gh);
+    // Lower triangles (s <= t), off-diagonal entries twice. The bias:
+    // ||sum_t dz_t||^2 = sum_{t,s} dz_t.dz_s (and dzh, the gru's bh).
+    for (int t = 0; t < Tb; ++t)
+      for (int s = 0; s <= t; ++s) {
+        const size_t i = size_t(t) * Tb + s;
+        double v = double(gz[i]) * (double(gx[i]) + 1.0);
+        if (s > 0) v += double(gzh[i]) * gh[size_t(t - 1) * (Tb - 1) + (s - 1)];
+        if (gru_) v += double(gzh[i]);
+        n2 += s == t ? v : 2 * v;
       }
-    for (const float* d : {dz, dzh}) {
-      std::memset(colsum, 0, H4 * sizeof(float));
-      for (int t = 0; t < T; ++t) {
-        const float* r = d + (size_t(t) * B + b) * H4;
-        for (int c = 0; c < H4; ++c) colsum[c] += r[c];
-      }
-      for (int c = 0; c < H4; ++c) n2 += double(colsum[c]) * colsum[c];
-      if (!gru_) break;
-    }
     norm2[b] += n2;
   }
 }
 
-// Embedding part: sum over position pairs with the same token of dx_t.dx_s.
+// Clip path: each example's rows of dz_[l] (and the gru's dzh) scaled by its
+// clip factor s[b], and the bias gradient (their column sums) into bscratch_:
+// per-thread sums over a fixed row partition, added in thread order.
+void TrainImpl::ClipScaleRows(int l, const float* s) {
+  const int B = B_, R = R_, H4 = G_ * spec_.rnn_units, rows = gru_ ? 2 : 1;
+  const int nt = std::min(nt_, std::max(1, R / 64));
+  gram_.resize(std::max<size_t>(gram_.size(), nt));
+#pragma omp parallel num_threads(nt)
+  {
+    const int j = omp_get_thread_num();
+    gram_[j].Reserve(size_t(rows) * H4);
+    float* part = gram_[j].data();  // [rows, GH]
+    std::memset(part, 0, size_t(rows) * H4 * sizeof(float));
+    const int r0 = int(int64_t(R) * j / nt), r1 = int(int64_t(R) * (j + 1) / nt);
+    for (int row = 0; row < rows; ++row) {
+      float* d = row == 0 ? dz_[l].data() : DzH(l);
+      float* db = part + size_t(row) * H4;
+      for (int r = r0; r < r1; ++r) {
+        const float sb = s[r % B];
+        float* x = d + size_t(r) * H4;
+#pragma omp simd
+        for (int c = 0; c < H4; ++c) {
+          x[c] *= sb;
+          db[c] += x[c];
+        }
+      }
+    }
+  }
+  for (int row = 0; row < rows; ++row) {
+    float* db = bscratch_.data() + size_t(row) * H4;
+    std::memcpy(db, gram_[0].data() + size_t(row) * H4, H4 * sizeof(float));
+    for (int j = 1; j < nt; ++j) {
+      const float* p = gram_[j].data() + size_t(row) * H4;
+      for (int c = 0; c < H4; ++c) db[c] += p[c];
+    }
+  }
+}
+
+// Embedding part: the rows of E that example b's tokens pick get
+// sum_{t: tok_t = k} dx_t, so ||.||^2 = sum_k ||sum_{t: tok_t = k} dx_t||^2
+// (positions sorted by token, one sum per distinct token: O(T E)).
 void TrainImpl::ClipEmbeddingNorms(const Batch& batch, const float* dx0, double* norm2) {
   const int B = B_, T = T_, E = spec_.embedding_dim;
   const int nt = std::min(nt_, B);
@@ -1571,15 +1831,25 @@ void TrainImpl::ClipEmbeddingNorms(const Batch& batch, const float* dx0, double*
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int b = 0; b < B; ++b) {
     const int j = omp_get_thread_num();
-    gram_[j].Reserve(size_t(T) * T);
-    float* g = gram_[j].data();  // [T, T]
-    SgemmSerial(false, true, T, T, E, 1.0f, dx0 + size_t(b) * E, B * E, dx0 + size_t(b) * E, B * E,
-                0.0f, g, T);
+    const int Tb = clip_len_[size_t(b)];  // dx_t = 0 for t >= Tb
+    gram_[j].Reserve(size_t(E) + T);
+    float* acc = gram_[j].data();  // [E]
+    int* pos = reinterpret_cast<int*>(acc + E);  // [Tb] positions by token
     const int32_t* tok = batch.inputs.data() + size_t(b) * T;
+    for (int t = 0; t < Tb; ++t) pos[t] = t;
+    std::sort(pos, pos + Tb, [&](int u, int v) { return tok[u] != tok[v] ? tok[u] < tok[v] : u < v; });
     double n2 = 0;
-    for (int t = 0; t < T; ++t)
-      for (int s = 0; s < T; ++s)
-        if (tok[t] == tok[s]) n2 += g[size_t(t) * T + s];
+    for (int i = 0; i < Tb;) {
+      std::memset(acc, 0, size_t(E) * sizeof(float));
+      int k = i;
+      for (; k < Tb && tok[pos[k]] == tok[pos[i]]; ++k) {
+        const float* r = dx0 + (size_t(pos[k]) * B + b) * E;
+#pragma omp simd
+        for (int e = 0; e < E; ++e) acc[e] += r[e];
+      }
+      for (int e = 0; e < E; ++e) n2 += double(acc[e]) * acc[e];
+      i = k;
+    }
     norm2[b] += n2;
   }
 }
@@ -1598,8 +1868,9 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
   RefreshPermuted();
   prof_.Mark(kRefresh);
   Forward(batch, dropout_seed);
-  const int L = spec_.num_layers, E = spec_.embedding_dim, GH = G_ * spec_.rnn_units;
+  const int L = spec_.num_layers, E = spec_.embedding_dim;
   if (!train) return DenseStage(batch, false, 0, nullptr, nullptr);
+  if (clip) return ClipStep(batch, *clip);
 
   double count = 0;
   if (batch.weights.empty()) {
@@ -1608,7 +1879,7 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
     for (float w : batch.weights) count += w;
   }
   int cur = 0;  // dx_[cur]: dL/d(input of the layer above), pre-mask
-  if (!clip) {
+  {  // the plain path (the clip path: ClipStep)
     StepStats st = DenseStage(batch, true, count, dx_[cur].data(), nullptr);
     prof_.Mark(kDense);
     for (int l = L - 1; l >= 0; --l) {
@@ -1621,7 +1892,7 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
       LayerInputGrad(l, dx_[1 - cur].data());
       prof_.Mark(kBwdDx);
       cur = 1 - cur;
-      LayerWeightGrads(l, /*bias_from_colsum=*/false, /*rounded=*/true);
+      LayerWeightGrads(l, /*rounded=*/true);
       prof_.Mark(kBwdDw);
     }
     ApplyMaskInPlace(0, dx_[cur].data(), E);
@@ -1629,11 +1900,23 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
     prof_.Mark(kEmbGrad);
     return st;
   }
+}
 
-  // PerExampleClip path (see cpu_backend.h).
-  const int B = B_, T = T_;
+// The PerExampleClip part of Step after the forward (see cpu_backend.h).
+StepStats TrainImpl::ClipStep(const Batch& batch, const PerExampleClip& clip) {
+  const int B = B_, T = T_, L = spec_.num_layers, E = spec_.embedding_dim;
+  int cur = 0;  // dx_[cur]: dL/d(input of the layer above), pre-mask
   std::vector<double> norm2(B, 0.0);
-  StepStats st = DenseClipNorms(batch, dx_[cur].data(), norm2.data());
+  clip_len_.assign(size_t(B), 0);
+  for (int b = 0; b < B; ++b)
+    for (int t = T - 1; t >= 0; --t)
+      if (W(batch, b, t) != 0.0f) {
+        clip_len_[size_t(b)] = t + 1;
+        break;
+      }
+  const bool ranged = PlanClipRanged(batch);
+  StepStats st = ranged ? ClipRangedNorms(batch, dx_[cur].data(), norm2.data())
+                        : DenseClipNorms(batch, dx_[cur].data(), norm2.data());
   prof_.Mark(kClip);
   for (int l = L - 1; l >= 0; --l) {
     if (gru_) {
@@ -1641,48 +1924,52 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
     } else {
       RecurrenceBackward(l, dx_[cur].data(), /*accumulate_bias=*/false);
     }
+    prof_.Mark(kBwdRec);
     LayerInputGrad(l, dx_[1 - cur].data());
+    prof_.Mark(kBwdDx);
     cur = 1 - cur;
     ClipLayerNorms(l, norm2.data());
+    prof_.Mark(kClipLayers);
   }
   float* dx0 = dx_[cur].data();
   ApplyMaskInPlace(0, dx0, E);
   ClipEmbeddingNorms(batch, dx0, norm2.data());
+  prof_.Mark(kClipLayers);
   std::vector<float> s(B);             // clip factor per example
   std::vector<double> dense_scale(B);  // clip factor / example weight sum
-  if (clip->norms) clip->norms->assign(B, 0.0f);
+  if (clip.norms) clip.norms->assign(B, 0.0f);
   for (int b = 0; b < B; ++b) {
     const double n = std::sqrt(std::max(0.0, norm2[b]));
-    s[b] = n > clip->l2_norm_clip ? float(clip->l2_norm_clip / n) : 1.0f;
-    if (clip->norms) (*clip->norms)[b] = float(n);
+    s[b] = n > clip.l2_norm_clip ? float(clip.l2_norm_clip / n) : 1.0f;
+    if (clip.norms) (*clip.norms)[b] = float(n);
     double wsum = 0;
     for (int t = 0; t < T; ++t) wsum += W(batch, b, t);
     dense_scale[b] = wsum > 0 ? s[b] / wsum : 0.0;
   }
-  // Scale each example's rows of dZ (every layer) and dX_0.
+  // Scale each example's rows of dX_0, and of dZ per layer (ClipScaleRows).
 #pragma omp parallel for num_threads(nt_) schedule(static)
   for (int t = 0; t < T; ++t) {
     for (int b = 0; b < B; ++b) {
-      const size_t row = size_t(t) * B + b;
+      float* r = dx0 + (size_t(t) * B + b) * E;
       const float sb = s[b];
-      for (int l = 0; l < L; ++l) {
-        float* r = dz_[l].data() + row * GH;
-#pragma omp simd
-        for (int c = 0; c < GH; ++c) r[c] *= sb;
-        if (!gru_) continue;
-        float* rh = dzh_[l].data() + row * GH;
-#pragma omp simd
-        for (int c = 0; c < GH; ++c) rh[c] *= sb;
-      }
-      float* r = dx0 + row * E;
 #pragma omp simd
       for (int e = 0; e < E; ++e) r[e] *= sb;
     }
   }
-  for (int l = 0; l < L; ++l) LayerWeightGrads(l, /*bias_from_colsum=*/true, /*rounded=*/false);
+  for (int l = 0; l < L; ++l) {
+    ClipScaleRows(l, s.data());
+    prof_.Mark(kClipGrads);
+    LayerWeightGrads(l, /*rounded=*/false);
+  }
+  prof_.Mark(kBwdDw);
   EmbeddingGrad(batch, dx0);
-  DenseClipGrads(batch, dense_scale.data());
-  prof_.Mark(kClip);
+  prof_.Mark(kEmbGrad);
+  if (ranged) {
+    ClipRangedGrads(batch, s.data());
+  } else {
+    DenseClipGrads(batch, dense_scale.data());
+  }
+  prof_.Mark(kClipGrads);
   return st;
 }
 
