@@ -222,6 +222,9 @@ std::vector<Config::Key> MakeKeys() {
   Ints(DS_KEY(field_rare_count, T::kInt, G::kTokenizer,
               "field tokenizer: category values seen fewer times share one <other> token"),
        1, 1000000000);
+  Ints(DS_KEY(field_text_pieces, T::kInt, G::kTokenizer,
+              "field tokenizer: sub-word pieces per open free-text column (0: characters only)"),
+       0, 65536);
 #undef DS_KEY
   for (const auto& key : k)  // an int key's range must fit an int (no wrap-around)
     DS_CHECK(key.type != T::kInt || (key.imin >= -kIntMax && key.imax <= kIntMax));
