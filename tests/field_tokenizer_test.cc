@@ -14,6 +14,7 @@
 
 #include "generate/field_filter.h"
 #include "util/rng.h"
+#include "util/utf8.h"
 
 namespace ds {
 namespace {
@@ -223,6 +224,84 @@ TEST(FieldTokenizer, ClosedTextSpellsOnlySeenValues) {
   auto open = FieldTokenizer::Train(header, recs, FieldTokenizerOptions{});
   ASSERT_TRUE(open.ok());
   EXPECT_TRUE((*open)->columns()[0].closed.empty());
+  std::filesystem::remove_all(dir);
+}
+
+// Open free text with sub-word pieces (text_pieces): fewer tokens a value,
+// exact round trip, values never longer than max_len under the mask, pieces
+// saved and loaded; a model without "pieces" is chars only, as before.
+TEST(FieldTokenizer, FreeTextPieces) {
+  const std::vector<std::string> header = {"src", "line"};
+  std::vector<std::vector<std::string>> recs;
+  const char* hosts[] = {"srv", "mail", "gw"};
+  for (int i = 0; i < 300; ++i)
+    recs.push_back({i % 2 ? "sshd" : "exim",
+                    fmt::format("{} sshd[{}]: Failed password for user{} from 10.0.{}.{} port {}",
+                                hosts[i % 3], 1000 + i * 7, i % 13, i % 7, i % 250, 40000 + i)});
+  recs[3][1] = "";  // an empty value was seen
+  FieldTokenizerOptions chars_only, pieces;
+  pieces.text_pieces = 64;
+  auto c = FieldTokenizer::Train(header, recs, chars_only);
+  auto p = FieldTokenizer::Train(header, recs, pieces);
+  ASSERT_TRUE(c.ok() && p.ok()) << p.status().message();
+  const auto& col = (*p)->columns()[1];
+  ASSERT_EQ(col.type.type, FieldType::kText);
+  EXPECT_TRUE((*c)->columns()[1].pieces.empty());
+  ASSERT_GE(col.pieces.size(), 20u);
+  EXPECT_EQ((*p)->vocab_size(), (*c)->vocab_size() + int(col.pieces.size()));
+  size_t nc = 0, np = 0;
+  for (const auto& r : recs) {
+    std::vector<int32_t> a, b;
+    ASSERT_TRUE((*c)->EncodeRecord(r, &a).ok());
+    ASSERT_TRUE((*p)->EncodeRecord(r, &b).ok());
+    nc += a.size();
+    np += b.size();
+  }
+  ExpectRoundTrip(**p, recs);
+  EXPECT_LT(np * 3, nc * 2);  // at least 1.5x fewer steps
+  Philox rng(5, 1);
+  for (int i = 0; i < 300; ++i) {
+    auto ids = SampleUnderMask(**p, &rng, i % 3 == 0);
+    std::vector<std::string> f;
+    ASSERT_EQ((*p)->DecodeRecord(ids, &f), "");
+    EXPECT_LE(int(SplitCodePoints(f[1]).size()), col.max_len);
+    EXPECT_EQ((*p)->CheckFields(f), "") << f[1];
+  }
+  EXPECT_NE((*p)->CheckFields({"sshd", std::string(size_t(col.max_len) + 1, 's')}), "");
+  EXPECT_NE((*p)->CheckFields({"sshd", "unseen char \x01"}), "");
+  const std::string dir = testing::TempDir() + "/field_tok_pieces";
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE((*p)->Save(dir).ok());
+  auto l = LoadTokenizer(dir);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ((*l)->vocab_size(), (*p)->vocab_size());
+  for (const auto& r : recs) {
+    std::vector<int32_t> a, b;
+    ASSERT_TRUE((*p)->EncodeRecord(r, &a).ok());
+    ASSERT_TRUE((*l)->EncodeRecord(r, &b).ok());
+    EXPECT_EQ(a, b);
+  }
+  std::ifstream in(dir + "/tokenizer.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const nlohmann::json good = nlohmann::json::parse(ss.str());
+  auto load = [&](auto edit) {
+    nlohmann::json j = good;
+    edit(j["field"]["columns"][1]);
+    std::ofstream(dir + "/tokenizer.json") << j.dump();
+    return LoadTokenizer(dir);
+  };
+  auto bad = [&](auto edit) {
+    auto r = load(edit);
+    return !r.ok() && r.status().code() == Code::kCorrupt;
+  };
+  EXPECT_TRUE(bad([](nlohmann::json& o) { o["pieces"][1] = o["pieces"][0]; }));   // twice
+  EXPECT_TRUE(bad([](nlohmann::json& o) { o["pieces"][0] = "s"; }));               // one char
+  EXPECT_TRUE(bad([](nlohmann::json& o) { o["pieces"][0] = "\u00e9\u00e9"; }));  // unknown chars
+  EXPECT_TRUE(bad([](nlohmann::json& o) { o["pieces"][0] = 7; }));
+  // Without "pieces" the column is chars only: the layout of older models.
+  auto old = load([](nlohmann::json& o) { o.erase("pieces"); });
+  EXPECT_FALSE(old.ok());  // vocabulary no longer matches the saved size
   std::filesystem::remove_all(dir);
 }
 

@@ -168,6 +168,39 @@ TEST(Workers, PrefixesAcrossWorkers) {
   }
 }
 
+// One CPU worker runs in this process (no fork): its backend is built here,
+// and the records are those of forked workers, byte for byte.
+TEST(Workers, OneCpuWorkerRunsInProcess) {
+  FakeTokenizer tok;
+  auto m = FakeGenerationModel(tok, {"x", "y", "z"});
+  int built_here = 0;
+  auto make = m.make_backend;
+  m.make_backend = [&built_here, make](int slots) {
+    ++built_here;  // a forked worker increments its own copy
+    return make(slots);
+  };
+  RunOptions o = BaseOptions();
+  o.parallelism = 1;
+  RunOut one = DoRun(m, o, "inproc1.jsonl");
+  ASSERT_TRUE(one.status.ok()) << one.status.ToString();
+  EXPECT_EQ(built_here, 1);
+  EXPECT_EQ(one.summary.workers, 1);
+  EXPECT_GT(one.summary.tokens, 0);
+  built_here = 0;
+  o.parallelism = 2;
+  RunOut two = DoRun(m, o, "inproc2.jsonl");
+  ASSERT_TRUE(two.status.ok());
+  EXPECT_EQ(built_here, 0);
+  EXPECT_EQ(one.output, two.output);
+  // The kill test hook keeps a worker process (it SIGKILLs itself).
+  o.parallelism = 1;
+  o.test_kill_worker_after = 1000000;
+  RunOut hooked = DoRun(m, o, "inproc3.jsonl");
+  ASSERT_TRUE(hooked.status.ok());
+  EXPECT_EQ(built_here, 0);
+  EXPECT_EQ(hooked.output, one.output);
+}
+
 TEST(Workers, KilledWorkerLosesAndDuplicatesNothing) {
   FakeTokenizer tok;
   auto m = FakeGenerationModel(tok, {"x", "y", "z"});

@@ -252,11 +252,14 @@ void AddGenerationKeys(KeyTable& add) {
                  "field tokenizer: column generation order (auto: fewest distinct values first)"),
           {"auto", "header"});
   DS_KEY(field_relations, T::kBool, G::kTokenizer,
-         "field tokenizer: learn order relations between numeric columns (a <= b on every "
+         "field tokenizer: learn order relations between numeric (or date) columns (a <= b on every "
          "training row) and keep them in generation");
   Ints(DS_KEY(field_rare_count, T::kInt, G::kTokenizer,
               "field tokenizer: category values seen fewer times share one <other> token"),
        1, 1000000000);
+  Ints(DS_KEY(field_text_pieces, T::kInt, G::kTokenizer,
+              "field tokenizer: sub-word pieces per open free-text column (0: characters only)"),
+       0, 65536);
 }
 #undef DS_KEY
 

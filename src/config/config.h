@@ -95,6 +95,7 @@ struct Config {
   std::string field_order = "auto";  // "auto": fewest distinct values first; "header"
   bool field_relations = true;  // learn numeric a <= b relations and keep them in generation
   int field_rare_count = 2;  // category values seen fewer times share <other>
+  int field_text_pieces = 0;  // open free text: sub-word pieces besides the chars (0: chars)
   std::string schema;        // public schema file (schema/public_schema.h); "" = none
   bool calibrate = false;    // match generated 1-way marginals to measured ones (train/calibrate.h)
   int calibrate_pairs = 0;       // calibrate: 2-way marginals with up to this many parents per column

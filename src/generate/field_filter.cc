@@ -7,8 +7,9 @@ namespace {
 
 class FieldFilter final : public TokenFilter {
  public:
-  FieldFilter(const FieldTokenizer& tok, int slots, std::shared_ptr<const PairTables> pairs)
-      : tok_(tok), cur_(size_t(slots)), pairs_(std::move(pairs)) {
+  FieldFilter(const FieldTokenizer& tok, int slots, std::shared_ptr<const PairTables> pairs,
+              bool ranges_only)
+      : tok_(tok), cur_(size_t(slots)), pairs_(std::move(pairs)), ranges_only_(ranges_only) {
     if (!pairs_ || pairs_->tables.empty()) return;
     const size_t ncols = tok_.columns().size();
     by_child_.resize(ncols);
@@ -28,6 +29,7 @@ class FieldFilter final : public TokenFilter {
     tok_.Advance(&c, token, nullptr);
   }
   void Mask(int slot, float* logits) override {
+    if (ranges_only_) return;  // the sampler samples inside Range() only
     const FieldTokenizer::Cursor& c = cur_[size_t(slot)];
     tok_.Mask(c, logits);
     if (first_.empty() || c.broken || c.part != 0 || c.col >= int(by_child_.size())) return;
@@ -50,6 +52,7 @@ class FieldFilter final : public TokenFilter {
   const FieldTokenizer& tok_;
   std::vector<FieldTokenizer::Cursor> cur_;
   std::shared_ptr<const PairTables> pairs_;
+  bool ranges_only_;
   std::vector<std::vector<const PairTable*>> by_child_;  // [column] tables of that child
   std::vector<std::vector<int32_t>> first_;               // [slot][column] first token id, -1
 };
@@ -57,8 +60,9 @@ class FieldFilter final : public TokenFilter {
 }  // namespace
 
 std::unique_ptr<TokenFilter> NewFieldFilter(const FieldTokenizer& tok, int slots,
-                                            std::shared_ptr<const PairTables> pairs) {
-  return std::make_unique<FieldFilter>(tok, slots, std::move(pairs));
+                                            std::shared_ptr<const PairTables> pairs,
+                                            bool ranges_only) {
+  return std::make_unique<FieldFilter>(tok, slots, std::move(pairs), ranges_only);
 }
 
 }  // namespace ds

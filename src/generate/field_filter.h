@@ -20,8 +20,12 @@ namespace ds {
 // pair correction tables (generate/pair_correction.h), added to the logits
 // of each child column's first token given the record's parent value; the
 // tables must pass PairTables::Check for `tok` and not change while the
-// filter is in use.
+// filter is in use. ranges_only: sample inside each position's part range
+// (FieldTokenizer::AllowedRange) and nothing finer, for --constrain none on
+// a model trained with the legal-ids loss, whose logits outside those ranges
+// were never trained (sampling them gave 0% valid records).
 std::unique_ptr<TokenFilter> NewFieldFilter(const FieldTokenizer& tok, int slots,
-                                            std::shared_ptr<const PairTables> pairs = nullptr);
+                                            std::shared_ptr<const PairTables> pairs = nullptr,
+                                            bool ranges_only = false);
 
 }  // namespace ds

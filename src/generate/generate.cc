@@ -41,9 +41,16 @@ Result<GenerationModel> MakeGenerationModel(const Model& model, const RuleChecks
       // Value tokens: the tokenizer's own masks (types, ranges, real dates)
       // are the constraint; column_rules.json is not used to validate.
       // The calibration's pair tables (pair_correction.h) apply with the masks.
+      // --constrain none: no mask, but a model trained on the legal ids only
+      // (meta.loss "legal") still samples inside each position's part range:
+      // its other logits were never trained.
       if (constrain != ConstraintLevel::kNone)
         g.make_filter = [ft, pairs = model.pair_tables](int slots)
             -> Result<std::unique_ptr<TokenFilter>> { return NewFieldFilter(*ft, slots, pairs); };
+      else if (model.meta.loss == "legal")
+        g.make_filter = [ft](int slots) -> Result<std::unique_ptr<TokenFilter>> {
+          return NewFieldFilter(*ft, slots, nullptr, /*ranges_only=*/true);
+        };
     } else if (ResolveConstraintLevel(constrain, *g.rules) != ConstraintLevel::kNone) {
       DS_ASSIGN_OR_RETURN(auto tables, RecordConstraints::Build(*g.tokenizer, *g.rules, constrain));
       g.make_filter = [tables](int slots) -> Result<std::unique_ptr<TokenFilter>> {

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 
+#include "backend/cpu/cpu_backend.h"
 #include "generate/worker_protocol.h"
 
 namespace ds {
@@ -18,6 +20,7 @@ WorkerPool::WorkerPool(const GenerationModel& model, const RunPlan& plan, int sl
     : model_(model), plan_(plan), slots_(slots), sched_(sched), warning_(std::move(warning)) {}
 
 Status WorkerPool::Start(int n, int64_t kill_after, const std::function<void()>& in_child) {
+  if (n == 1 && kill_after < 0 && model_.device == DeviceKind::kCpu) return StartLocal();
   workers_.reserve(size_t(n));
   const pid_t self = ::getpid();
   for (int i = 0; i < n; ++i) {
@@ -43,13 +46,58 @@ Status WorkerPool::Start(int n, int64_t kill_after, const std::function<void()>&
   return Status::Ok();
 }
 
+Status WorkerPool::StartLocal() {
+  auto l = std::make_unique<Local>();
+  DS_ASSIGN_OR_RETURN(l->backend, model_.make_backend(slots_));
+  // One core, as a worker process runs (omp_set_num_threads(1) there).
+  if (auto* cpu = dynamic_cast<cpu::CpuInferBackend*>(l->backend.get())) cpu->SetThreads(1);
+  if (model_.make_filter) {
+    DS_ASSIGN_OR_RETURN(l->filter, model_.make_filter(slots_));
+  }
+  l->sampler = std::make_unique<BatchSampler>(*model_.tokenizer, *l->backend, plan_.sampler,
+                                              plan_.prefixes, l->filter.get(), plan_.prefix_fields);
+  local_ = std::move(l);
+  return Status::Ok();
+}
+
+// Keeps the sampler's queue one batch deep (RecordGenerator::Next's rule) and
+// steps it until records finish or timeout_ms pass, so that the caller's
+// checks (cancel, checkpoints, progress) run as often as with processes.
+Status WorkerPool::ExchangeLocal(int timeout_ms) {
+  using Clock = std::chrono::steady_clock;
+  const auto until = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  BatchSampler& s = *local_->sampler;
+  Status st = Capture([&] {
+    while (true) {
+      const int64_t room = int64_t(s.slots()) * 2 - s.active() - int64_t(s.queued());
+      if (room > 0) {
+        tasks_.clear();
+        sched_->Issue(room, &tasks_);
+        for (const auto& t : tasks_) s.Submit(t);
+      }
+      if (s.idle()) return;  // nothing to run (the scheduler waits on the output)
+      local_->done.clear();
+      s.Step(&local_->done);
+      for (auto& r : local_->done) {
+        ValidateRecord(model_, &r);
+        tokens_ += r.tokens;
+        sched_->Complete(std::move(r));
+      }
+      if (!local_->done.empty() || Clock::now() >= until) return;
+    }
+  });
+  return st;
+}
+
 int WorkerPool::alive() const {
+  if (local_) return 1;
   int n = 0;
   for (const auto& w : workers_) n += w.alive;
   return n;
 }
 
 void WorkerPool::Stop() {
+  local_.reset();
   std::vector<Subprocess*> procs;
   for (auto& w : workers_) {
     procs.push_back(&w.proc);
@@ -155,6 +203,7 @@ Status WorkerPool::Receive(Worker& w) {
 }
 
 Status WorkerPool::Exchange(int timeout_ms) {
+  if (local_) return ExchangeLocal(timeout_ms);
   HandOut();
   std::vector<pollfd> pfds;
   std::vector<Worker*> pw;

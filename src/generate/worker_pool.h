@@ -7,10 +7,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "generate/batch_sampler.h"
 #include "generate/generator.h"
 #include "generate/scheduler.h"
 #include "util/subprocess.h"
@@ -28,7 +30,11 @@ class WorkerPool {
 
   // Forks n workers; in_child runs first in each child (e.g. to close the
   // output's descriptor). Worker 0 gets the kill_after test hook. On an error
-  // the workers already started are stopped.
+  // the workers already started are stopped. One CPU worker without the kill
+  // hook runs in this process instead (no fork, no socket, no exit of a copy
+  // of the process): the records are the same (a record is a function of its
+  // attempt id), the start is shorter (docs/typed_fields.md, "Generation
+  // speed").
   Status Start(int n, int64_t kill_after, const std::function<void()>& in_child);
 
   // One round: hands out attempts (at most 2 x slots outstanding per worker,
@@ -41,8 +47,9 @@ class WorkerPool {
   // Closes the sockets (the workers exit), waits 2 s, then kills the rest.
   void Stop();
 
-  int size() const { return int(workers_.size()); }
+  int size() const { return local_ ? 1 : int(workers_.size()); }
   int alive() const;
+  bool in_process() const { return local_ != nullptr; }
   int failures() const { return failures_; }
   int64_t tokens() const { return tokens_; }  // of the results received
   // GPU workers: each worker's allocator statistics as last reported.
@@ -63,6 +70,16 @@ class WorkerPool {
   // why = "" : the worker's socket closed (its exit status is reported);
   // else the worker is killed and `why` reported.
   void Remove(Worker& w, const std::string& why);
+  // The in-process worker: the backend, filter and sampler a worker process
+  // would build (worker_protocol.cc's WorkerMain), and one Exchange round.
+  struct Local {
+    std::unique_ptr<InferBackend> backend;
+    std::unique_ptr<TokenFilter> filter;
+    std::unique_ptr<BatchSampler> sampler;
+    std::vector<GeneratedRecord> done;
+  };
+  Status StartLocal();
+  Status ExchangeLocal(int timeout_ms);
 
   const GenerationModel& model_;
   const RunPlan& plan_;
@@ -70,6 +87,7 @@ class WorkerPool {
   AttemptScheduler* sched_;
   std::function<void(const std::string&)> warning_;
   std::vector<Worker> workers_;
+  std::unique_ptr<Local> local_;
   int failures_ = 0;
   int64_t tokens_ = 0;
   std::vector<AllocatorStats> memory_;

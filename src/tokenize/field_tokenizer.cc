@@ -174,6 +174,12 @@ Result<std::unique_ptr<FieldTokenizer>> FieldTokenizer::Train(
       const bool forced = it != opts.field_types.end();
       if (!forced && double(distinct.size()) <= kClosedTextShare * double(vals.size()))
         col.closed.assign(distinct.begin(), distinct.end());
+      if (opts.text_pieces > 0 && ft == FieldType::kText && col.closed.empty()) {
+        std::vector<std::string> values(vals.begin(), vals.end());
+        auto pieces = tok_internal::TrainTextPieces(values, opts.text_pieces);
+        if (!pieces.ok()) return pieces.status().WithContext(fmt::format("column '{}'", col.name));
+        col.pieces = std::move(pieces).value();
+      }
     }
     t->cols_.push_back(std::move(col));
   }
@@ -328,6 +334,58 @@ int FieldTokenizer::TrieChild(const Column& c, int node, int off) {
   return e != edges.end() && e->first == off ? e->second : -1;
 }
 
+// Pieces of open text: unique, 2..16 code points of the column's chars, not
+// with closed values; each gets its offset in c->index (after the chars).
+Status FieldTokenizer::CheckPieces(Column* c) {
+  c->piece_len.clear();
+  c->max_piece_len = 1;
+  if (c->pieces.empty()) return Status::Ok();
+  if (!c->closed.empty() || c->type.type != FieldType::kText)
+    return DS_ERR(kCorrupt, "column '{}': pieces only in open text columns", c->name);
+  for (size_t i = 0; i < c->pieces.size(); ++i) {
+    const std::string& p = c->pieces[i];
+    auto cs = SplitCodePoints(p);
+    if (cs.size() < 2 || cs.size() > 16)
+      return DS_ERR(kCorrupt, "column '{}': piece '{}' is not 2..16 characters", c->name, p);
+    for (const auto& ch : cs)
+      if (!c->index.count(ch))
+        return DS_ERR(kCorrupt, "column '{}': piece '{}' has an unknown char", c->name, p);
+    if (!c->index.emplace(p, int(c->chars.size() + i)).second)
+      return DS_ERR(kCorrupt, "column '{}': piece '{}' twice", c->name, p);
+    c->piece_len.push_back(int(cs.size()));
+    c->max_piece_len = std::max(c->max_piece_len, int(cs.size()));
+  }
+  return Status::Ok();
+}
+
+// The fewest tokens spelling `cs` (the value's code points) with the column's
+// chars and pieces (ties: the longer piece first, from the left); <eof> last.
+Status FieldTokenizer::EncodeText(const Column& c, const std::vector<std::string>& cs,
+                                  std::vector<int32_t>* out) const {
+  const int n = int(cs.size());
+  std::vector<int> best(size_t(n) + 1, INT32_MAX), take(size_t(n) + 1, -1);
+  best[size_t(n)] = 0;
+  std::string sub;
+  for (int i = n - 1; i >= 0; --i) {
+    sub.clear();
+    for (int j = i; j < n && j - i < c.max_piece_len; ++j) {
+      sub += cs[size_t(j)];
+      auto it = c.index.find(sub);
+      if (it == c.index.end() || best[size_t(j) + 1] == INT32_MAX) continue;
+      if (best[size_t(j) + 1] + 1 <= best[size_t(i)]) {
+        best[size_t(i)] = best[size_t(j) + 1] + 1;
+        take[size_t(i)] = it->second;
+      }
+    }
+    if (take[size_t(i)] < 0)
+      return DS_ERR(kInvalidInput, "column '{}': character '{}' was not seen in training", c.name,
+                    cs[size_t(i)]);
+  }
+  for (int i = 0; i < n; i += TextLen(c, take[size_t(i)])) out->push_back(c.base + take[size_t(i)]);
+  out->push_back(c.base + TextEof(c));
+  return Status::Ok();
+}
+
 // Assigns ids and builds the lookups; checks what loading must reject.
 Status FieldTokenizer::Finalize() {
   int64_t next = 1;
@@ -403,12 +461,14 @@ Status FieldTokenizer::Finalize() {
           return DS_ERR(kCorrupt, "column '{}': '{}' is not one character", c.name, ch);
         add(c.name + "'" + ch);
       }
+      DS_RETURN_IF_ERROR(CheckPieces(&c));
+      for (const auto& p : c.pieces) add(c.name + "'" + p);
       add(c.name + "<eof>");
       if (c.max_len < 0 || c.max_len > (1 << 20) || (c.max_len > 0 && c.chars.empty()))
         return DS_ERR(kCorrupt, "column '{}': max_len {} out of range", c.name, c.max_len);
       if (c.max_len == 0 && !c.empty_ok)
         return DS_ERR(kCorrupt, "column '{}': no value can be written", c.name);
-      c.size = int(c.chars.size()) + 1;
+      c.size = TextEof(c) + 1;
       DS_RETURN_IF_ERROR(BuildTrie(&c));
     } else {
       c.size = 0;
@@ -480,6 +540,7 @@ Status FieldTokenizer::EncodeValue(int ci, std::string_view v, std::vector<int32
     if (int(cs.size()) > c.max_len || (cs.empty() && !c.empty_ok))
       return DS_ERR(kInvalidInput, "column '{}': '{}' is longer than any training value", c.name,
                     std::string(v));
+    if (!c.pieces.empty()) return EncodeText(c, cs, out);
     for (const auto& ch : cs) {
       auto it = c.index.find(ch);
       if (it == c.index.end())
@@ -707,7 +768,7 @@ void FieldTokenizer::Advance(Cursor* c, int32_t id, std::vector<std::string>* fi
     }
     case FieldType::kText:
     case FieldType::kId:
-      if (off == int(col.chars.size())) {
+      if (off == TextEof(col)) {
         if ((c->len == 0 && !col.empty_ok) ||
             (!col.closed.empty() && !col.terminal[size_t(c->node)])) {
           c->broken = true;
@@ -715,7 +776,7 @@ void FieldTokenizer::Advance(Cursor* c, int32_t id, std::vector<std::string>* fi
         }
         return Complete(c, std::move(c->text), fields);
       }
-      if (c->len >= col.max_len) {
+      if (c->len + TextLen(col, off) > col.max_len) {
         c->broken = true;
         return;
       }
@@ -723,8 +784,8 @@ void FieldTokenizer::Advance(Cursor* c, int32_t id, std::vector<std::string>* fi
         c->broken = true;
         return;
       }
-      c->text += col.chars[size_t(off)];
-      ++c->len;
+      c->text += TextOf(col, off);
+      c->len += TextLen(col, off);
       return;
     default: c->broken = true; return;
   }
@@ -753,11 +814,16 @@ void FieldTokenizer::Mask(const Cursor& c, float* logits) const {
     }
     if (!col.terminal[size_t(c.node)]) logits[eof] = kNeg;
   } else if (IsTextField(col.type.type)) {
-    const int eof = col.base + int(col.chars.size());
+    const int eof = col.base + TextEof(col);
     if (c.len >= col.max_len) {
       std::fill(logits + lo, logits + eof, kNeg);
     } else if (c.len == 0 && !col.empty_ok) {
       logits[eof] = kNeg;
+    }
+    if (c.len + col.max_piece_len > col.max_len) {  // pieces that would pass max_len
+      const int first = col.base + int(col.chars.size());
+      for (int p = 0; p < int(col.pieces.size()); ++p)
+        if (c.len + col.piece_len[size_t(p)] > col.max_len) logits[first + p] = kNeg;
     }
   }
 }
@@ -961,7 +1027,9 @@ std::string FieldTokenizer::Describe() const {
         break;
       case FieldType::kText:
       case FieldType::kId:
-        what += fmt::format(" ({} chars, up to {}{})", c.chars.size(), c.max_len,
+        what += fmt::format(" ({} chars{}, up to {}{})", c.chars.size(),
+                            c.pieces.empty() ? "" : fmt::format(", {} pieces", c.pieces.size()),
+                            c.max_len,
                             c.closed.empty() ? "" : fmt::format("; closed: {} values", c.closed.size()));
         break;
       default: break;
@@ -1036,6 +1104,7 @@ Status FieldTokenizer::Save(const std::string& dir) const {
         o["max_len"] = c.max_len;
         o["empty_ok"] = c.empty_ok;
         if (!c.closed.empty()) o["closed"] = c.closed;  // absent: open (older models)
+        if (!c.pieces.empty()) o["pieces"] = c.pieces;  // absent: chars only (older models)
         break;
       default: break;
     }
@@ -1115,6 +1184,7 @@ Result<std::unique_ptr<Tokenizer>> FieldTokenizer::Load(const nlohmann::json& j,
       c.max_len = int(JsonInt(o, "max_len", 0, 1 << 20, where));
       c.empty_ok = JsonBool(o, "empty_ok", where);
       if (o.contains("closed")) c.closed = StringList(o, "closed", size_t(1) << 22, where);
+      if (o.contains("pieces")) c.pieces = StringList(o, "pieces", size_t(1) << 16, where);
     } else if (ft == FieldType::kConstant) {
       c.type.constant = JsonString(o, "constant", where);
     }

@@ -24,7 +24,9 @@
 //   datetime     a missing spelling, or the year, then the month, day, hour,
 //                minute, second tokens that the column's format has (year
 //                within the learned years; written back in the format)
-//   text / id    one token per code point of the column's text, then <eof>
+//   text / id    one token per code point of the column's text, then <eof>;
+//                open free text trained with text_pieces > 0: the fewest
+//                tokens of chars and sub-word pieces, then <eof>
 //                (at most the longest length seen; empty only if seen); a
 //                "closed" text column (inferred text whose values repeat: at
 //                most half of them distinct) only spells values seen
@@ -76,6 +78,10 @@ struct PublicSchema;  // schema/public_schema.h
 struct FieldTokenizerOptions {
   int rare_count = 2;  // categorical values seen fewer times go to <other>
   bool header_order = false;  // generate the columns in header order (else fewest values first)
+  // Open free-text columns: sub-word pieces chosen by SentencePiece (unigram)
+  // over the column's values, about this many besides the characters; 0 =
+  // characters only (see "Free text" in docs/typed_fields.md).
+  int text_pieces = 0;
   std::map<std::string, std::string> field_types;  // overrides by column name
   bool relations = true;  // learn order relations between numeric columns (field_relations.h)
 };
@@ -108,7 +114,12 @@ class FieldTokenizer final : public Tokenizer {
     int year_lo = 0, year_hi = -1;     // datetime
     // text / id
     std::vector<std::string> chars;
-    int max_len = 0;
+    // Open free text with sub-words: pieces of 2+ characters after the chars
+    // (ids: chars, pieces, <eof>); a value is encoded in the fewest tokens.
+    std::vector<std::string> pieces;
+    std::vector<int> piece_len;  // derived: code points of each piece
+    int max_piece_len = 1;       // derived: longest piece (1 without pieces)
+    int max_len = 0;             // code points
     bool empty_ok = false;
     // Closed text: a column of repeated values with too many distinct ones
     // for a token each (city names): spelled by chars, but only the values
@@ -219,6 +230,17 @@ class FieldTokenizer final : public Tokenizer {
   Status CheckOrder() const;  // order_: empty or a permutation of the columns
   static Status BuildTrie(Column* c);
   static int TrieChild(const Column& c, int node, int off);  // -1: none
+  static Status CheckPieces(Column* c);  // pieces: unique, known chars; piece_len
+  static int TextEof(const Column& c) { return int(c.chars.size() + c.pieces.size()); }
+  // The text of offset `off` (a char or a piece) and its length in code points.
+  static const std::string& TextOf(const Column& c, int off) {
+    return off < int(c.chars.size()) ? c.chars[size_t(off)] : c.pieces[size_t(off) - c.chars.size()];
+  }
+  static int TextLen(const Column& c, int off) {
+    return off < int(c.chars.size()) ? 1 : c.piece_len[size_t(off) - c.chars.size()];
+  }
+  Status EncodeText(const Column& c, const std::vector<std::string>& cs,
+                    std::vector<int32_t>* out) const;
   void Complete(Cursor* c, std::string value, std::vector<std::string>* fields) const;
   void SkipEmpty(Cursor* c, std::vector<std::string>* fields) const;
   // [lo, hi) of the current part's ids.

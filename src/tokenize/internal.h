@@ -102,6 +102,11 @@ Result<std::unique_ptr<Tokenizer>> LoadChar(const nlohmann::json& j, bool column
 Result<std::unique_ptr<Tokenizer>> TrainSentencePiece(
     const TokenizerConfig& config, const std::vector<std::vector<std::string>>& records,
     const std::vector<char32_t>& chars);
+// Sub-word pieces for one free-text column (the field tokenizer's
+// text_pieces): SentencePiece unigram trained on `values` for about `want`
+// pieces besides the characters; returns the pieces of 2+ code points in
+// SentencePiece's order (spaces as ' '). Deterministic for the same values.
+Result<std::vector<std::string>> TrainTextPieces(const std::vector<std::string>& values, int want);
 Result<std::unique_ptr<Tokenizer>> LoadSentencePiece(const nlohmann::json& j, bool column_markers,
                                                      int num_columns, const std::string& dir);
 

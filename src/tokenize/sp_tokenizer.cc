@@ -37,6 +37,7 @@
 #include <filesystem>
 #include <mutex>
 #include <numeric>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -488,6 +489,40 @@ Result<std::unique_ptr<Tokenizer>> TrainSentencePiece(
                      {"records", records.size()},
                      {"sentences", sentences.size()}});
   return std::unique_ptr<Tokenizer>(std::move(tok));
+}
+
+Result<std::vector<std::string>> TrainTextPieces(const std::vector<std::string>& values, int want) {
+  std::vector<std::vector<std::string>> records;
+  std::set<char32_t> distinct;
+  size_t longest = 0;
+  for (const auto& v : values) {
+    if (v.empty()) continue;
+    records.push_back({v});
+    longest = std::max(longest, v.size());
+    size_t pos = 0;
+    char32_t cp;
+    while (NextCodePointStrict(v, &pos, &cp)) distinct.insert(cp);
+  }
+  std::vector<std::string> out;
+  if (records.empty()) return out;
+  TokenizerConfig config;
+  config.sp_model_type = "unigram";
+  config.max_line_len = int(std::min<size_t>(longest + 1, INT32_MAX / 4));
+  config.pretrain_sentence_count = 100000;
+  config.seed = 0;
+  // <n> and <d>, the characters (with character_coverage 1), then the pieces.
+  config.vocab_size = int(std::min<int64_t>(2 + int64_t(distinct.size()) + want, INT32_MAX / 2));
+  std::vector<char32_t> chars(distinct.begin(), distinct.end());
+  DS_ASSIGN_OR_RETURN(auto tok, TrainSentencePiece(config, records, chars));
+  for (int id = 2; id < tok->vocab_size(); ++id) {
+    if (tok->kind(id) != TokenKind::kText) continue;
+    const std::string& p = tok->text(id);
+    size_t pos = 0, n = 0;
+    char32_t cp;
+    while (NextCodePointStrict(p, &pos, &cp)) ++n;
+    if (n >= 2 && n <= 16) out.push_back(p);
+  }
+  return out;
 }
 
 Result<std::unique_ptr<Tokenizer>> LoadSentencePiece(const nlohmann::json& j, bool column_markers,

@@ -220,6 +220,7 @@ Result<std::unique_ptr<Tokenizer>> TrainTokenizer(
       return DS_ERR(kInvalidArgument, "tokenizer 'field' needs delimited input (field_delimiter)");
     FieldTokenizerOptions fo;
     fo.rare_count = config.rare_count;
+    fo.text_pieces = config.text_pieces;
     fo.field_types = config.field_types;
     fo.header_order = config.field_header_order;
     fo.relations = config.field_relations;

@@ -74,6 +74,7 @@ struct TokenizerConfig {
   // count and per-column type overrides (tokenize/field_tokenizer.h).
   std::vector<std::string> header;
   int rare_count = 2;
+  int text_pieces = 0;  // open free-text columns: sub-word pieces (0: chars)
   std::map<std::string, std::string> field_types;
   bool field_header_order = false;  // field_order "header"
   bool field_relations = true;      // field_relations

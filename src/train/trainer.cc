@@ -421,6 +421,7 @@ class TrainRun {
       if (cfg_.tokenizer == "field") {
         t.header = input.header;
         t.rare_count = cfg_.field_rare_count;
+        t.text_pieces = cfg_.field_text_pieces;
         DS_ASSIGN_OR_RETURN(t.field_types, ParseFieldTypes(cfg_.field_types));
         t.field_header_order = cfg_.field_order == "header";
         t.field_relations = cfg_.field_relations;
