@@ -196,14 +196,84 @@ TEST(PairTables, RoundTripAndCorruption) {
   EXPECT_NE(r.status().message().find("weight 2"), std::string::npos) << r.status().message();
 }
 
+TEST(PairTables, MassGroupsFollowTheData) {
+  // 1 missing spelling + 40 bins, the data in bins 20..29 only, a point mass at 25.
+  std::vector<double> c(41, 0.0);
+  for (int i = 20; i < 30; ++i) c[size_t(i)] = 10;
+  c[25] = 60;
+  const std::vector<int32_t> g = MassGroups(c, 5);
+  ASSERT_EQ(g.size(), c.size());
+  EXPECT_EQ(*std::max_element(g.begin(), g.end()), 4);  // 5 groups
+  std::vector<double> mass(5, 0.0);
+  for (size_t i = 0; i < c.size(); ++i) mass[size_t(g[i])] += c[i];
+  EXPECT_EQ(mass[size_t(g[25])], 60);  // the point mass alone
+  for (double m : mass) EXPECT_GE(m, 20) << "every group holds data";
+  for (int i = 1; i < 20; ++i) EXPECT_EQ(g[size_t(i)], g[0]);  // the empty low bins: one group
+  // Large categories each alone, the rest shared; never more than asked.
+  const std::vector<int32_t> cat = MassGroups({50, 1, 1, 40, 1, 1}, 3);
+  EXPECT_EQ(cat, (std::vector<int32_t>{0, 1, 1, 2, 1, 1}));
+  EXPECT_EQ(MassGroups({0, 0, 0, 0}, 2), (std::vector<int32_t>{0, 0, 1, 1}));
+  EXPECT_EQ(MassGroups({5}, 4), (std::vector<int32_t>{0}));
+}
+
+TEST(PairTables, MeasuredGroupsResolveANarrowRange) {
+  // A wide public bound (0..1000, 32 bins of 31) and data in 400..520: the
+  // uniform grouping (8 bins a group) puts it all in two groups; the
+  // measured ones spread it over all four, and y's dependence on n shows.
+  auto s = ParsePublicSchema(Json::parse(R"({"columns": [
+    {"name": "n", "type": "integer", "min": 0, "max": 1000},
+    {"name": "y", "type": "categorical", "values": ["lo", "hi"]}]})"), "s");
+  ASSERT_TRUE(s.ok());
+  auto tok = FieldTokenizer::FromSchema(*s);
+  ASSERT_TRUE(tok.ok());
+  std::vector<std::vector<std::string>> recs;
+  for (int i = 0; i < 400; ++i) {
+    const int n = 400 + (i * 37) % 121;
+    recs.push_back({std::to_string(n), n < 460 ? "lo" : "hi"});
+  }
+  MeasureOptions o;
+  o.pairs = 1;
+  o.max_groups = 4;
+  std::vector<ColumnMarginal> t;
+  MeasureReport rep;
+  ASSERT_TRUE(MeasureTargets(**tok, recs, o, nullptr, &t, &rep).ok());
+  EXPECT_EQ(rep.groups, 4);
+  EXPECT_EQ(rep.noisy_n, 400);
+  ASSERT_EQ(t.size(), 3u);  // the 1-way n and y, then y given n
+  const ColumnMarginal& m = t[2];
+  EXPECT_EQ(m.parent, 0);
+  ASSERT_EQ(m.rows, 4);
+  ASSERT_EQ(m.cols, 2);
+  for (int r = 0; r < 4; ++r) EXPECT_GT(m.p[size_t(r * 2)] + m.p[size_t(r * 2 + 1)], 0.15) << r;
+  // y is nearly a function of n's group (uniform groups of 8 bins: 0.67).
+  double determined = 0;
+  for (int r = 0; r < 4; ++r) determined += std::max(m.p[size_t(r * 2)], m.p[size_t(r * 2 + 1)]);
+  EXPECT_GT(determined, 0.85);
+  // The table carries the maps through the file.
+  PairTables pt;
+  pt.tables.push_back(m.Shape());
+  ASSERT_TRUE(pt.Check(**tok, "p").ok());
+  auto back = PairTables::Parse(pt.Serialize(), "p");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ((*back)->tables[0].row_of, m.row_of);
+  EXPECT_EQ((*back)->tables[0].Row(m.plo + 14), m.row_of[14]);
+  PairTables bad = pt;
+  bad.tables[0].row_of[3] = 9;  // a group that does not exist
+  EXPECT_FALSE(PairTables::Parse(bad.Serialize(), "p").ok());
+  bad = pt;
+  bad.tables[0].row_of.pop_back();
+  EXPECT_FALSE(bad.Check(**tok, "p").ok());
+}
+
 }  // namespace
 }  // namespace ds
 
 namespace ds {
 namespace {
 
-// The two Gaussian measurements of the pair calibration (selection at
-// sigma_m / sqrt(f), targets at sigma_m / sqrt(1 - f)) are charged as one
+// The three Gaussian measurements of the pair calibration (1-way at
+// sigma_m / sqrt(f1), selection at sigma_m / sqrt(fs), targets at
+// sigma_m / sqrt(1 - f1 - fs)) are charged as one
 // Gaussian of multiplier sigma_m: against dp-accounting's composition of the
 // three events (scripts/make_dp_composed_vectors.py, split_vectors.csv).
 TEST(PairAccounting, TwoMeasurementsMatchDpAccounting) {
@@ -216,6 +286,7 @@ TEST(PairAccounting, TwoMeasurementsMatchDpAccounting) {
     EXPECT_EQ(charged.GetEpsilon(v.delta).order, v.order) << v.line;
     RdpAccountant spent;  // what the calibration releases
     spent.AddSteps(v.q, v.sigma, v.steps);
+    spent.AddGaussian(OneWayNoise(v.marginal_sigma));
     spent.AddGaussian(SelectionNoise(v.marginal_sigma));
     spent.AddGaussian(TargetNoise(v.marginal_sigma, true));
     EXPECT_NEAR(spent.GetEpsilon(v.delta).epsilon, v.epsilon, 1e-9 * v.epsilon) << v.line;
@@ -240,6 +311,7 @@ TEST(PairAccounting, DefaultSplitMeetsTheTarget) {
   EXPECT_LT(p->sgd_epsilon_alone, 0.8);
   RdpAccountant a;
   a.AddSteps(p->sampling_rate, p->noise_multiplier, p->steps);
+  a.AddGaussian(OneWayNoise(p->marginal_noise_multiplier));
   a.AddGaussian(SelectionNoise(p->marginal_noise_multiplier));
   a.AddGaussian(TargetNoise(p->marginal_noise_multiplier, true));
   EXPECT_LE(a.GetEpsilon(p->delta).epsilon, 1.0 + 1e-9);

@@ -1152,22 +1152,14 @@ class TrainRun {
     const double sigma_m = dp_.plan.marginal_noise_multiplier;
     if (cfg_.dp && !(sigma_m > 0))
       return DS_ERR(kInternal, "calibrate under dp without a marginal release in the plan");
-    std::vector<ColumnMarginal> targets = MarginalCells(*ft);
-    if (cfg_.calibrate_pairs > 0) {  // parents by the (noisy) mutual information of all pairs
-      std::vector<ColumnMarginal> all = AllPairs(targets, cfg_.calibrate_groups);
-      CountMarginals(*ft, input.records, &all);
-      double stddev = 0;
-      if (cfg_.dp) {
-        AddMarginalNoise(&all, SelectionNoise(sigma_m), dp_.noise.get());
-        stddev = SelectionNoise(sigma_m) * std::sqrt(double(all.size()));
-      }
-      targets = WithParents(targets, ChooseParents(targets, all, stddev, cfg_.calibrate_pairs),
-                            cfg_.calibrate_groups);
-    }
-    int64_t skipped = 0;
-    CountMarginals(*ft, input.records, &targets, &skipped);
-    if (cfg_.dp) AddMarginalNoise(&targets, TargetNoise(sigma_m, cfg_.calibrate_pairs > 0), dp_.noise.get());
-    Normalize(&targets);
+    std::vector<ColumnMarginal> targets;
+    MeasureOptions mo;
+    mo.pairs = cfg_.calibrate_pairs;
+    mo.max_groups = cfg_.calibrate_groups;
+    mo.sigma_m = cfg_.dp ? sigma_m : 0.0;
+    MeasureReport mr;
+    DS_RETURN_IF_ERROR(MeasureTargets(*ft, input.records, mo, dp_.noise.get(), &targets, &mr));
+    if (mr.groups > 0) obs_.OnInfo(fmt::format("calibrate: {} id groups per column", mr.groups));
     CalibrateReport rep;
     PairTables pairs;
     DS_RETURN_IF_ERROR(
@@ -1219,8 +1211,9 @@ class TrainRun {
             dp_.plan.sgd_epsilon_alone);
       if (dp_.plan.marginal_noise_multiplier > 0 && cfg_.calibrate_pairs > 0)
         meta.dp_unit += fmt::format(
-            ", spent as two measurements: all pair histograms at noise multiplier {:.4g} "
-            "(choosing the pairs), the target histograms at {:.4g}",
+            ", spent as three measurements: the 1-way histograms at noise multiplier {:.4g}, "
+            "all pair histograms at {:.4g} (choosing the pairs), the pair targets at {:.4g}",
+            OneWayNoise(dp_.plan.marginal_noise_multiplier),
             SelectionNoise(dp_.plan.marginal_noise_multiplier),
             TargetNoise(dp_.plan.marginal_noise_multiplier, true));
     }
