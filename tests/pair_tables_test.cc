@@ -239,8 +239,8 @@ TEST(PairTables, MeasuredGroupsResolveANarrowRange) {
   ASSERT_TRUE(MeasureTargets(**tok, recs, o, nullptr, &t, &rep).ok());
   EXPECT_EQ(rep.groups, 4);
   EXPECT_EQ(rep.noisy_n, 400);
-  ASSERT_EQ(t.size(), 3u);  // the 1-way n and y, then y given n
-  const ColumnMarginal& m = t[2];
+  ASSERT_EQ(t.size(), 2u);  // the 1-way n, then y given n (y has a parent: no 1-way)
+  const ColumnMarginal& m = t[1];
   EXPECT_EQ(m.parent, 0);
   ASSERT_EQ(m.rows, 4);
   ASSERT_EQ(m.cols, 2);
@@ -284,15 +284,24 @@ TEST(PairAccounting, TwoMeasurementsMatchDpAccounting) {
     charged.AddGaussian(v.marginal_sigma);
     EXPECT_NEAR(charged.GetEpsilon(v.delta).epsilon, v.epsilon, 1e-9 * v.epsilon) << v.line;
     EXPECT_EQ(charged.GetEpsilon(v.delta).order, v.order) << v.line;
-    RdpAccountant spent;  // what the calibration releases
-    spent.AddSteps(v.q, v.sigma, v.steps);
-    spent.AddGaussian(OneWayNoise(v.marginal_sigma));
-    spent.AddGaussian(SelectionNoise(v.marginal_sigma));
-    spent.AddGaussian(TargetNoise(v.marginal_sigma, true));
-    EXPECT_NEAR(spent.GetEpsilon(v.delta).epsilon, v.epsilon, 1e-9 * v.epsilon) << v.line;
+    for (int64_t n : {100, 1000, 100000}) {  // every split SharesFor makes
+      const MeasureShares sh = SharesFor(n, v.marginal_sigma, 8);
+      RdpAccountant spent;  // what the calibration releases
+      spent.AddSteps(v.q, v.sigma, v.steps);
+      spent.AddGaussian(sh.OneWayNoise(v.marginal_sigma));
+      if (sh.pairs()) {
+        spent.AddGaussian(sh.SelectionNoise(v.marginal_sigma));
+        spent.AddGaussian(sh.TargetNoise(v.marginal_sigma));
+      }
+      EXPECT_NEAR(spent.GetEpsilon(v.delta).epsilon, v.epsilon, 1e-9 * v.epsilon) << v.line << " n " << n;
+    }
   }
   EXPECT_EQ(rows.size(), 5u);
-  EXPECT_EQ(TargetNoise(2.0, false), 2.0);
+  // The rule's three regimes (r = n / (sigma_m sqrt(28)) for 8 columns).
+  EXPECT_FALSE(SharesFor(275, 3.0, 8).pairs());  // r = 17: 1-way only
+  EXPECT_EQ(SharesFor(275, 1.2, 8).selection, 0.4);  // r = 43
+  EXPECT_EQ(SharesFor(275, 0.7, 8).selection, 0.2);  // r = 74
+  EXPECT_EQ(SharesFor(275, 3.0, 8).OneWayNoise(3.0), 3.0);
 }
 
 // The dp default split at epsilon 1 (most of it to the marginals) still
@@ -311,9 +320,11 @@ TEST(PairAccounting, DefaultSplitMeetsTheTarget) {
   EXPECT_LT(p->sgd_epsilon_alone, 0.8);
   RdpAccountant a;
   a.AddSteps(p->sampling_rate, p->noise_multiplier, p->steps);
-  a.AddGaussian(OneWayNoise(p->marginal_noise_multiplier));
-  a.AddGaussian(SelectionNoise(p->marginal_noise_multiplier));
-  a.AddGaussian(TargetNoise(p->marginal_noise_multiplier, true));
+  const MeasureShares sh = SharesFor(5634, p->marginal_noise_multiplier, 20);
+  ASSERT_TRUE(sh.pairs());
+  a.AddGaussian(sh.OneWayNoise(p->marginal_noise_multiplier));
+  a.AddGaussian(sh.SelectionNoise(p->marginal_noise_multiplier));
+  a.AddGaussian(sh.TargetNoise(p->marginal_noise_multiplier));
   EXPECT_LE(a.GetEpsilon(p->delta).epsilon, 1.0 + 1e-9);
   EXPECT_GT(a.GetEpsilon(p->delta).epsilon, 0.999);
 }

@@ -326,17 +326,13 @@ void ProjectToTotal(std::vector<double>* p) {
 }
 
 void AddMarginalNoise(std::vector<ColumnMarginal>* cells, double noise_multiplier,
-                      SecureGaussian* noise) {
+                      SecureGaussian* noise, bool project) {
   const double stddev = noise_multiplier * std::sqrt(double(cells->size()));
   for (ColumnMarginal& m : *cells) {
     std::vector<double> z(m.p.size());
     noise->FillDouble(z.data(), z.size(), stddev);
     for (size_t i = 0; i < m.p.size(); ++i) m.p[i] += z[i];
-    if (DsxEnv("DSX_PROJ", 1) > 0) {  // DSX-TEMP
-      ProjectToTotal(&m.p);
-    } else {
-      for (double& v : m.p) v = std::max(0.0, v);
-    }
+    if (project) ProjectToTotal(&m.p);
   }
 }
 
@@ -348,15 +344,25 @@ void Normalize(std::vector<ColumnMarginal>* cells) {
   }
 }
 
+MeasureShares SharesFor(int64_t n, double sigma_m, int columns) {
+  const double pairs = 0.5 * double(columns) * double(columns - 1);
+  if (!(sigma_m > 0) || pairs < 1) return MeasureShares{0.2, 0.2};
+  const double r = double(n) / (sigma_m * std::sqrt(pairs));
+  if (r < 25) return MeasureShares{1, 0};
+  if (r < 60) return MeasureShares{0.2, 0.4};
+  return MeasureShares{0.2, 0.2};
+}
+
 namespace {
 
 // The number of groups per column: about min_cell_snr noise stddevs of
 // records per cell of a G x G table (at most K_max tables share the release).
-int ChooseGroups(const std::vector<ColumnMarginal>& one, const MeasureOptions& o, double noisy_n) {
+int ChooseGroups(const std::vector<ColumnMarginal>& one, const MeasureOptions& o,
+                 const MeasureShares& shares, double noisy_n) {
   if (!(o.sigma_m > 0)) return o.max_groups;
   double k_max = 0;
   for (size_t i = 0; i < one.size(); ++i) k_max += double(std::min<size_t>(i, size_t(o.pairs)));
-  const double stddev = TargetNoise(o.sigma_m, true) * std::sqrt(std::max(1.0, k_max));
+  const double stddev = shares.TargetNoise(o.sigma_m) * std::sqrt(std::max(1.0, k_max));
   const double g = std::sqrt(std::max(0.0, noisy_n) / (o.min_cell_snr * stddev));
   return std::clamp(int(std::lround(g)), 2, std::max(2, o.max_groups));
 }
@@ -370,8 +376,13 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
   if (dp && !noise) return DS_ERR(kInternal, "calibrate: dp measurement without a noise source");
   std::vector<ColumnMarginal> one = MarginalCells(tok);
   CountMarginals(tok, records, &one, &rep->skipped);
-  if (dp) AddMarginalNoise(&one, o.pairs > 0 ? OneWayNoise(o.sigma_m) : o.sigma_m, noise);
-  if (o.pairs <= 0 || one.size() < 2) {
+  MeasureShares& sh = rep->shares;
+  sh = MeasureShares();
+  if (o.pairs > 0 && one.size() >= 2)
+    sh = dp ? SharesFor(int64_t(records.size()), o.sigma_m, int(one.size()))
+            : MeasureShares{0.2, 0.2};  // (no noise: any split)
+  if (dp) AddMarginalNoise(&one, sh.OneWayNoise(o.sigma_m), noise);
+  if (!sh.pairs()) {
     Normalize(&one);
     *targets = std::move(one);
     return Status::Ok();
@@ -384,7 +395,7 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
   }
   std::nth_element(totals.begin(), totals.begin() + totals.size() / 2, totals.end());
   rep->noisy_n = totals[totals.size() / 2];
-  rep->groups = ChooseGroups(one, o, rep->noisy_n);
+  rep->groups = ChooseGroups(one, o, sh, rep->noisy_n);
   std::vector<std::vector<int32_t>> group_of;
   for (const ColumnMarginal& m : one) group_of.push_back(MassGroups(m.p, rep->groups));
   std::vector<ColumnMarginal> empty = one;  // the cells with zero counts
@@ -392,22 +403,56 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
   std::vector<ColumnMarginal> all = AllPairs(empty, rep->groups, &group_of);
   CountMarginals(tok, records, &all);
   double stddev = 0;
+  std::vector<ColumnMarginal> all_raw;  // before the projection
   if (dp) {
-    AddMarginalNoise(&all, SelectionNoise(o.sigma_m), noise);
-    stddev = SelectionNoise(o.sigma_m) * std::sqrt(double(all.size()));
+    AddMarginalNoise(&all, sh.SelectionNoise(o.sigma_m), noise, /*project=*/false);
+    all_raw = all;
+    for (ColumnMarginal& m : all) ProjectToTotal(&m.p);
+    stddev = sh.SelectionNoise(o.sigma_m) * std::sqrt(double(all.size()));
   }
   const auto parents = ChooseParents(empty, all, stddev, o.pairs);
   std::vector<ColumnMarginal> pairs;
-  for (ColumnMarginal& m : WithParents(empty, parents, rep->groups, &group_of))
-    if (m.parent >= 0) pairs.push_back(std::move(m));
+  std::vector<size_t> from;  // pairs[k]'s table in `all` (same groups)
+  const std::vector<ColumnMarginal> chosen = WithParents(empty, parents, rep->groups, &group_of);
+  for (size_t i = 0, at = 0; i < chosen.size(); ++i) {
+    while (at < one.size() && one[at].column != chosen[i].column) ++at;
+    if (chosen[i].parent < 0) continue;
+    size_t a = 0;
+    while (one[a].column != chosen[i].parent) ++a;
+    from.push_back(at * (at - 1) / 2 + a);  // AllPairs is b-major: (0,1), (0,2), (1,2), ...
+    pairs.push_back(chosen[i]);
+  }
   CountMarginals(tok, records, &pairs);
-  if (dp && !pairs.empty()) AddMarginalNoise(&pairs, TargetNoise(o.sigma_m, true), noise);
+  if (dp && !pairs.empty()) {
+    // The second measurement of each chosen pair, averaged with its first by
+    // inverse variance (both unbiased), then projected.
+    AddMarginalNoise(&pairs, sh.TargetNoise(o.sigma_m), noise, /*project=*/false);
+    const double v1 = stddev * stddev;
+    const double s2 = sh.TargetNoise(o.sigma_m) * std::sqrt(double(pairs.size()));
+    const double w1 = (1 / v1) / (1 / v1 + 1 / (s2 * s2));
+    for (size_t k = 0; k < pairs.size(); ++k) {
+      const ColumnMarginal& first = all_raw[from[k]];
+      for (size_t c = 0; c < pairs[k].p.size(); ++c)
+        pairs[k].p[c] = w1 * first.p[c] + (1 - w1) * pairs[k].p[c];
+      ProjectToTotal(&pairs[k].p);
+    }
+  }
   targets->clear();
-  for (size_t i = 0; i < one.size(); ++i)  // DSX-TEMP
-    if (DsxEnv("DSX_ONEWAY", 1) > 0 || parents[i].empty()) targets->push_back(one[i]);
+  for (size_t i = 0; i < one.size(); ++i)  // a column with parents: its 2-way targets only
+    if (parents[i].empty()) targets->push_back(one[i]);
   for (ColumnMarginal& m : pairs) targets->push_back(std::move(m));
   Normalize(targets);
   return Status::Ok();
+}
+
+std::string MeasureReport::Describe(double sigma_m) const {
+  if (!shares.pairs())
+    return fmt::format("the 1-way histograms at noise multiplier {:.4g}", shares.OneWayNoise(sigma_m));
+  return fmt::format(
+      "three measurements: the 1-way histograms at noise multiplier {:.4g}, all pair histograms "
+      "at {:.4g} (choosing the pairs), the chosen pairs again at {:.4g}; {} id groups per column",
+      shares.OneWayNoise(sigma_m), shares.SelectionNoise(sigma_m), shares.TargetNoise(sigma_m),
+      groups);
 }
 
 std::string CalibrateReport::Describe() const {

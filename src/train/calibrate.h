@@ -14,22 +14,18 @@
 // target).
 //
 // Pairs (`calibrate_pairs`): a column b may instead be measured jointly with
-// one earlier column a (its parent; the 2-way histogram of both columns'
-// first tokens, each split into at most `groups` contiguous groups of ids).
-// Its correction is then a table added to b's first-token logits given the
-// record's value of a (generate/pair_correction.h), fitted by the same loop
-// on the conditional shares: clamp(log t(b|a) - log g(b|a)), with t(b|a) =
-// (t(a,b) + m t(b)) / (t(a) + m) smoothed by a mass m = `pseudo` towards b's
-// marginal. ChooseParents picks each column's parent by the mutual
-// information of all pairs' 2-way histograms (under dp: a first Gaussian
-// measurement of them, SelectionNoise below). Every calibrated column then
-// has exactly one target histogram (1-way or 2-way): L2 sensitivity sqrt(K).
-//
-// Under dp the release of noise multiplier sigma_m (DpPlan) is spent as two
-// Gaussian measurements: all P pair histograms with multiplier
-// sigma_m / sqrt(f) (selection; sensitivity sqrt(P)), then the K targets with
-// sigma_m / sqrt(1 - f). Their Renyi DP adds up to a / (2 sigma_m^2) at every
-// order a: exactly the one release the plan accounts (f = kSelectionShare).
+// up to that many earlier columns a (its parents; the 2-way histogram of both
+// columns' first tokens, each split into at most `groups` groups of ids that
+// follow the measured 1-way mass, MassGroups). Its correction is then a
+// table added to b's first-token logits given the record's value of a
+// (generate/pair_correction.h), fitted by the same loop on the conditional
+// shares: clamp(log t(b|a) - log g(b|a)), with t(b|a) = (t(a,b) + m t(b)) /
+// (t(a) + m) smoothed by a mass m = `pseudo` towards b's marginal.
+// ChooseParents picks the parents by the mutual information of all pairs'
+// 2-way histograms (under dp: a Gaussian measurement of them). MeasureTargets
+// does the measuring; under dp the release of noise multiplier sigma_m
+// (DpPlan) is spent as the measurements MeasureShares describes, whose Renyi
+// DP adds up to the one release the plan accounts.
 //
 // Targets: exact training marginals (no DP), or the same counts with Gaussian
 // noise (NoisyMarginals) under --dp, where they are one Gaussian mechanism of
@@ -38,8 +34,8 @@
 // reads only the model and the targets: free, privacy-wise.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -110,10 +106,10 @@ void CountMarginals(const FieldTokenizer& tok, const std::vector<std::vector<std
                     std::vector<ColumnMarginal>* cells, int64_t* skipped = nullptr);
 // Gaussian mechanism: adds N(0, (noise_multiplier sqrt(K))^2) to every count
 // (K = cells.size(), the L2 sensitivity of the K histograms under add/remove
-// of one record), then projects each table onto the nonnegative tables of
-// its noisy total (ProjectToTotal). Call Normalize after.
+// of one record), then (project) projects each table onto the nonnegative
+// tables of its noisy total (ProjectToTotal). Call Normalize after.
 void AddMarginalNoise(std::vector<ColumnMarginal>* cells, double noise_multiplier,
-                      SecureGaussian* noise);
+                      SecureGaussian* noise, bool project = true);
 // The nearest (Euclidean) table >= 0 with the same sum: p_i -> max(0, p_i - c)
 // for the one c that keeps the sum (a noisy table's sum is unbiased for the
 // records; clamping at 0 alone would add the noise's positive half of every
@@ -124,47 +120,60 @@ void ProjectToTotal(std::vector<double>* p);
 void Normalize(std::vector<ColumnMarginal>* cells);
 
 // Under dp with pairs the release of noise multiplier sigma_m is spent as
-// three Gaussian measurements whose Renyi DP adds up to a / (2 sigma_m^2):
-// the 1-way histograms of every column (share kOneWayShare: the groups and
-// the 1-way targets), all pair histograms (kSelectionShare: the parents),
-// and the chosen pairs' histograms (the rest: the 2-way targets).
-inline double DsxEnv(const char* k, double d) { const char* v = std::getenv(k); return v ? std::atof(v) : d; }  // DSX-TEMP
-inline const double kOneWayShare = DsxEnv("DSX_F1", 0.2);
-inline const double kSelectionShare = DsxEnv("DSX_FS", 0.2);
-// The noise multipliers of the measurements for a release of sigma_m.
-inline double OneWayNoise(double sigma_m) { return sigma_m / std::sqrt(kOneWayShare); }
-inline double SelectionNoise(double sigma_m) { return sigma_m / std::sqrt(kSelectionShare); }
-inline double TargetNoise(double sigma_m, bool pairs) {
-  return pairs ? sigma_m / std::sqrt(1.0 - kOneWayShare - kSelectionShare) : sigma_m;
-}
+// three Gaussian measurements whose Renyi DP adds up to a / (2 sigma_m^2) at
+// every order: the 1-way histograms of every column (share `one_way`: the
+// groups, and the targets of the columns without a parent), all pair
+// histograms (`selection`: the parents), and the chosen pairs' histograms
+// again (the rest; averaged with their first measurement: the 2-way
+// targets). Each multiplier is sigma_m / sqrt(share).
+struct MeasureShares {
+  double one_way = 1, selection = 0;  // 1, 0: 1-way histograms only, at sigma_m
+  bool pairs() const { return selection > 0; }
+  double OneWayNoise(double sigma_m) const { return sigma_m / std::sqrt(one_way); }
+  double SelectionNoise(double sigma_m) const { return sigma_m / std::sqrt(selection); }
+  double TargetNoise(double sigma_m) const {
+    return sigma_m / std::sqrt(std::max(1e-12, 1.0 - one_way - selection));
+  }
+};
+// The shares by the records n, the multiplier and the calibrated columns C
+// (public: n sets the sampling rate and delta already), through the signal
+// of all P = C (C - 1) / 2 pair histograms, r = n / (sigma_m sqrt(P)): below
+// 25 the pairs cannot be told from the noise and the whole release goes to
+// the 1-way histograms; below 60, 0.2 / 0.4 (the parents need the most);
+// else 0.2 / 0.2 (measured on penguins, mpg and telco_churn: docs/privacy.md).
+MeasureShares SharesFor(int64_t n, double sigma_m, int columns);
 
 struct MeasureOptions {
   int pairs = 0;            // parents per column (0: 1-way targets only)
   int max_groups = 10;      // id groups per column of a 2-way table, at most
   double sigma_m = 0;       // the release's noise multiplier (0: exact counts, no dp)
-  double min_cell_snr = DsxEnv("DSX_SNR", 1);  // dp: groups G = sqrt(n / (min_cell_snr x target noise stddev))
+  double min_cell_snr = 1;  // dp: groups G = sqrt(n / (min_cell_snr x target noise stddev))
 };
 struct MeasureReport {
+  MeasureShares shares;    // how the release was spent (dp)
   int groups = 0;          // id groups per column used (pairs)
   double noisy_n = 0;      // the records as the 1-way histograms count them (noisy under dp)
   int64_t skipped = 0;     // records that do not encode
+  // "the 1-way histograms at noise multiplier ..., ..." (dp), for the log and model_params.json.
+  std::string Describe(double sigma_m) const;
 };
 // The calibration targets (distributions) from the training records: with
 // pairs, the 1-way histogram of every column (full resolution), then the
 // groups (MassGroups of those histograms, G of them by the noise: about
 // min_cell_snr noise stddevs of records per cell of a G x G table of n
 // records, within [2, max_groups]), the parents (ChooseParents on all pair
-// histograms) and their 2-way histograms. Under dp (sigma_m > 0) every
-// histogram is a Gaussian measurement as above (`noise` must not be null);
-// everything else reads only the noisy counts. Without pairs: the 1-way
-// histograms alone, at sigma_m.
+// histograms) and their 2-way histograms; targets: the 1-way histograms of
+// the columns without a parent, then the 2-way ones. Under dp (sigma_m > 0)
+// every histogram is a Gaussian measurement as above, shares by SharesFor
+// (`noise` must not be null); everything else reads only the noisy counts.
+// Without pairs (or when SharesFor says none): the 1-way histograms alone.
 Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<std::string>>& records,
                       const MeasureOptions& options, SecureGaussian* noise,
                       std::vector<ColumnMarginal>* targets, MeasureReport* report);
 
 struct CalibrateOptions {
   int64_t samples = 4000;  // records generated per iteration
-  int iterations = int(DsxEnv("DSX_IT", 4));
+  int iterations = 4;
   uint64_t seed = 1;
   double temperature = 1.0;
   double pseudo = 0.002;  // pair cells: smoothing mass of the conditionals (share of records)

@@ -1159,7 +1159,10 @@ class TrainRun {
     mo.sigma_m = cfg_.dp ? sigma_m : 0.0;
     MeasureReport mr;
     DS_RETURN_IF_ERROR(MeasureTargets(*ft, input.records, mo, dp_.noise.get(), &targets, &mr));
-    if (mr.groups > 0) obs_.OnInfo(fmt::format("calibrate: {} id groups per column", mr.groups));
+    if (cfg_.dp) {
+      marginal_split_ = mr.Describe(sigma_m);
+      obs_.OnInfo("calibrate: the marginals' release spent as " + marginal_split_);
+    }
     CalibrateReport rep;
     PairTables pairs;
     DS_RETURN_IF_ERROR(
@@ -1209,13 +1212,7 @@ class TrainRun {
             "epsilon {:.4g} alone; DP-SGD alone {:.4g})",
             dp_.plan.marginal_noise_multiplier, dp_.plan.marginal_epsilon_alone,
             dp_.plan.sgd_epsilon_alone);
-      if (dp_.plan.marginal_noise_multiplier > 0 && cfg_.calibrate_pairs > 0)
-        meta.dp_unit += fmt::format(
-            ", spent as three measurements: the 1-way histograms at noise multiplier {:.4g}, "
-            "all pair histograms at {:.4g} (choosing the pairs), the pair targets at {:.4g}",
-            OneWayNoise(dp_.plan.marginal_noise_multiplier),
-            SelectionNoise(dp_.plan.marginal_noise_multiplier),
-            TargetNoise(dp_.plan.marginal_noise_multiplier, true));
+      if (!marginal_split_.empty()) meta.dp_unit += ", spent as " + marginal_split_;
     }
     return meta;
   }
@@ -1269,6 +1266,7 @@ class TrainRun {
   int64_t steps_seen_ = 0, steps_timed_ = 0;
   std::string stop_reason_ = "epochs";
   std::string weights_file_, checkpoint_file_;
+  std::string marginal_split_;  // dp calibration: how the marginals' release was spent (MeasureReport)
   uint32_t weights_crc_ = 0;
   TrainSummary summary_;
 };
