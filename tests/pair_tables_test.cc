@@ -216,6 +216,22 @@ TEST(PairTables, MassGroupsFollowTheData) {
   EXPECT_EQ(MassGroups({5}, 4), (std::vector<int32_t>{0}));
 }
 
+TEST(PairTables, ProjectionKeepsTheNoisyTotal) {
+  // Clamping at 0 would keep 5 + 3 + 3 = 11 of a table whose noisy total is 1.
+  std::vector<double> p = {3, 3, -5};
+  ProjectToTotal(&p);
+  EXPECT_EQ(p, (std::vector<double>{0.5, 0.5, 0}));
+  p = {5, -1};
+  ProjectToTotal(&p);
+  EXPECT_EQ(p, (std::vector<double>{4, 0}));
+  p = {2, 1, 0};  // nonnegative already: unchanged
+  ProjectToTotal(&p);
+  EXPECT_EQ(p, (std::vector<double>{2, 1, 0}));
+  p = {-1, -2};  // total <= 0: clamped
+  ProjectToTotal(&p);
+  EXPECT_EQ(p, (std::vector<double>{0, 0}));
+}
+
 TEST(PairTables, MeasuredGroupsResolveANarrowRange) {
   // A wide public bound (0..1000, 32 bins of 31) and data in 400..520: the
   // uniform grouping (8 bins a group) puts it all in two groups; the
