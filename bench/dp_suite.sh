@@ -4,7 +4,7 @@
 # and 10, delta = 1/n, one core each (taskset), scored by `datasynth evaluate`
 # against the train split with the held-out 20% as the ceiling.
 #   bench/dp_suite.sh [WORK]     (default /tmp/dp_suite)
-# Environment: TABLES (default "telco_churn penguins"; each needs
+# Environment: TABLES (default "telco_churn penguins mpg gapminder"; each needs
 # bench/schemas/<table>.json and /work/shared/datasets/<table>.csv, or set
 # DATA), EPS ("1 4 10"), PEERS ("mst privbayes"; "" = none), ROWS (2000),
 # CORE (1), DS (build/datasynth), DPMM_PY (/work/venvs/dpmm/bin/python: PyPI dpmm),
@@ -16,7 +16,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${1:-/tmp/dp_suite}
-TABLES=${TABLES:-telco_churn penguins}
+TABLES=${TABLES:-telco_churn penguins mpg gapminder}
 EPS=${EPS:-1 4 10}
 PEERS=${PEERS-mst privbayes}
 ROWS=${ROWS:-2000}
