@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -15,6 +16,8 @@
 #include "generate/field_filter.h"
 #include "generate/pair_correction.h"
 #include "model/network.h"
+#include "model/tensor_file.h"
+#include "util/bytes.h"
 #include "privacy/dp_config.h"
 #include "privacy/rdp_accountant.h"
 #include "schema/public_schema.h"
@@ -214,6 +217,27 @@ TEST(PairTables, MassGroupsFollowTheData) {
   EXPECT_EQ(cat, (std::vector<int32_t>{0, 1, 1, 2, 1, 1}));
   EXPECT_EQ(MassGroups({0, 0, 0, 0}, 2), (std::vector<int32_t>{0, 0, 1, 1}));
   EXPECT_EQ(MassGroups({5}, 4), (std::vector<int32_t>{0}));
+}
+
+TEST(PairTables, VersionOneFilesStillRead) {
+  // A version-1 file (no map flags): the uniform groups.
+  auto tok = TwoColumns();
+  const PairTable t = XyTable(*tok);
+  std::string b("DSPAIRT1", 8);
+  PutU32(&b, 1);
+  PutU32(&b, 1);
+  for (int v : {t.child, t.parent, t.lo, t.hi, t.plo, t.phi, t.rows, t.cols}) PutU32(&b, uint32_t(v));
+  for (float w : t.w) {
+    uint32_t u;
+    std::memcpy(&u, &w, 4);
+    PutU32(&b, u);
+  }
+  PutU32(&b, Crc32(b.data(), b.size()));
+  auto back = PairTables::Parse(b, "v1.bin");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ((*back)->tables[0].w, t.w);
+  EXPECT_TRUE((*back)->tables[0].row_of.empty());
+  EXPECT_TRUE((*back)->Check(*tok, "v1.bin").ok());
 }
 
 TEST(PairTables, ProjectionKeepsTheNoisyTotal) {
