@@ -4,19 +4,19 @@
 # and 10, delta = 1/n, one core each (taskset), scored by `datasynth evaluate`
 # against the train split with the held-out 20% as the ceiling.
 #   bench/dp_suite.sh [WORK]     (default /tmp/dp_suite)
-# Environment: TABLES (default "telco_churn penguins"; each needs
+# Environment: TABLES (default "telco_churn penguins mpg gapminder"; each needs
 # bench/schemas/<table>.json and /work/shared/datasets/<table>.csv, or set
 # DATA), EPS ("1 4 10"), PEERS ("mst privbayes"; "" = none), ROWS (2000),
 # CORE (1), DS (build/datasynth), DPMM_PY (/work/venvs/dpmm/bin/python: PyPI dpmm),
 # DS_FLAGS (extra datasynth train flags, e.g. "--calibrate-pairs 0" for the 1-way
 # calibration only, "--dp-marginal-share 0.5"; the --dp defaults include the 2-way
-# calibration, docs/privacy.md).
+# calibration, docs/privacy.md), RUN_DS (1; 0 = the peers only).
 # Writes WORK/<table>/<method>_e<eps>/{synth.csv,eval.json,train.log,time.txt}
 # and WORK/summary.md (the table).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${1:-/tmp/dp_suite}
-TABLES=${TABLES:-telco_churn penguins}
+TABLES=${TABLES:-telco_churn penguins mpg gapminder}
 EPS=${EPS:-1 4 10}
 PEERS=${PEERS-mst privbayes}
 ROWS=${ROWS:-2000}
@@ -25,6 +25,7 @@ DS=${DS:-$ROOT/build/datasynth}
 DATA=${DATA:-/work/shared/datasets}
 DPMM_PY=${DPMM_PY:-/work/venvs/dpmm/bin/python}
 DS_FLAGS=${DS_FLAGS-}
+RUN_DS=${RUN_DS:-1}
 mkdir -p "$WORK"
 score() {  # dir: evaluate the synth of one run
   "$DS" evaluate --real "$1/../train.csv" --synthetic "$1/synth.csv" --holdout "$1/../hold.csv" \
@@ -40,6 +41,7 @@ for t in $TABLES; do
   delta=$(python3 -c "print(1 / $n)")
   for e in $EPS; do
     R=$T/datasynth_e$e
+    if [ "$RUN_DS" = 1 ]; then
     mkdir -p "$R"
     # shellcheck disable=SC2086
     /usr/bin/time -f "%e %U %S" -o "$R/time.txt" taskset -c "$CORE" "$DS" train --input "$T/train.csv" \
@@ -48,6 +50,7 @@ for t in $TABLES; do
     taskset -c "$CORE" "$DS" generate --model-dir "$R/model" --num-lines "$ROWS" --seed 1 \
       --output "$R/synth.csv" > "$R/gen.log" 2>&1
     score "$R"
+    fi
     for p in $PEERS; do
       R=$T/${p}_e$e
       mkdir -p "$R"

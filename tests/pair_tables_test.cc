@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -15,6 +16,8 @@
 #include "generate/field_filter.h"
 #include "generate/pair_correction.h"
 #include "model/network.h"
+#include "model/tensor_file.h"
+#include "util/bytes.h"
 #include "privacy/dp_config.h"
 #include "privacy/rdp_accountant.h"
 #include "schema/public_schema.h"
@@ -196,14 +199,121 @@ TEST(PairTables, RoundTripAndCorruption) {
   EXPECT_NE(r.status().message().find("weight 2"), std::string::npos) << r.status().message();
 }
 
+TEST(PairTables, MassGroupsFollowTheData) {
+  // 1 missing spelling + 40 bins, the data in bins 20..29 only, a point mass at 25.
+  std::vector<double> c(41, 0.0);
+  for (int i = 20; i < 30; ++i) c[size_t(i)] = 10;
+  c[25] = 60;
+  const std::vector<int32_t> g = MassGroups(c, 5);
+  ASSERT_EQ(g.size(), c.size());
+  EXPECT_EQ(*std::max_element(g.begin(), g.end()), 4);  // 5 groups
+  std::vector<double> mass(5, 0.0);
+  for (size_t i = 0; i < c.size(); ++i) mass[size_t(g[i])] += c[i];
+  EXPECT_EQ(mass[size_t(g[25])], 60);  // the point mass alone
+  for (double m : mass) EXPECT_GE(m, 20) << "every group holds data";
+  for (int i = 1; i < 20; ++i) EXPECT_EQ(g[size_t(i)], g[0]);  // the empty low bins: one group
+  // Large categories each alone, the rest shared; never more than asked.
+  const std::vector<int32_t> cat = MassGroups({50, 1, 1, 40, 1, 1}, 3);
+  EXPECT_EQ(cat, (std::vector<int32_t>{0, 1, 1, 2, 1, 1}));
+  EXPECT_EQ(MassGroups({0, 0, 0, 0}, 2), (std::vector<int32_t>{0, 0, 1, 1}));
+  EXPECT_EQ(MassGroups({5}, 4), (std::vector<int32_t>{0}));
+}
+
+TEST(PairTables, VersionOneFilesStillRead) {
+  // A version-1 file (no map flags): the uniform groups.
+  auto tok = TwoColumns();
+  const PairTable t = XyTable(*tok);
+  std::string b("DSPAIRT1", 8);
+  PutU32(&b, 1);
+  PutU32(&b, 1);
+  for (int v : {t.child, t.parent, t.lo, t.hi, t.plo, t.phi, t.rows, t.cols}) PutU32(&b, uint32_t(v));
+  for (float w : t.w) {
+    uint32_t u;
+    std::memcpy(&u, &w, 4);
+    PutU32(&b, u);
+  }
+  PutU32(&b, Crc32(b.data(), b.size()));
+  auto back = PairTables::Parse(b, "v1.bin");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ((*back)->tables[0].w, t.w);
+  EXPECT_TRUE((*back)->tables[0].row_of.empty());
+  EXPECT_TRUE((*back)->Check(*tok, "v1.bin").ok());
+}
+
+TEST(PairTables, ProjectionKeepsTheNoisyTotal) {
+  // Clamping at 0 would keep 5 + 3 + 3 = 11 of a table whose noisy total is 1.
+  std::vector<double> p = {3, 3, -5};
+  ProjectToTotal(&p);
+  EXPECT_EQ(p, (std::vector<double>{0.5, 0.5, 0}));
+  p = {5, -1};
+  ProjectToTotal(&p);
+  EXPECT_EQ(p, (std::vector<double>{4, 0}));
+  p = {2, 1, 0};  // nonnegative already: unchanged
+  ProjectToTotal(&p);
+  EXPECT_EQ(p, (std::vector<double>{2, 1, 0}));
+  p = {-1, -2};  // total <= 0: clamped
+  ProjectToTotal(&p);
+  EXPECT_EQ(p, (std::vector<double>{0, 0}));
+}
+
+TEST(PairTables, MeasuredGroupsResolveANarrowRange) {
+  // A wide public bound (0..1000, 32 bins of 31) and data in 400..520: the
+  // uniform grouping (8 bins a group) puts it all in two groups; the
+  // measured ones spread it over all four, and y's dependence on n shows.
+  auto s = ParsePublicSchema(Json::parse(R"({"columns": [
+    {"name": "n", "type": "integer", "min": 0, "max": 1000},
+    {"name": "y", "type": "categorical", "values": ["lo", "hi"]}]})"), "s");
+  ASSERT_TRUE(s.ok());
+  auto tok = FieldTokenizer::FromSchema(*s);
+  ASSERT_TRUE(tok.ok());
+  std::vector<std::vector<std::string>> recs;
+  for (int i = 0; i < 400; ++i) {
+    const int n = 400 + (i * 37) % 121;
+    recs.push_back({std::to_string(n), n < 460 ? "lo" : "hi"});
+  }
+  MeasureOptions o;
+  o.pairs = 1;
+  o.max_groups = 4;
+  std::vector<ColumnMarginal> t;
+  MeasureReport rep;
+  ASSERT_TRUE(MeasureTargets(**tok, recs, o, nullptr, &t, &rep).ok());
+  EXPECT_EQ(rep.groups, 4);
+  EXPECT_EQ(rep.noisy_n, 400);
+  ASSERT_EQ(t.size(), 2u);  // the 1-way n, then y given n (y has a parent: no 1-way)
+  const ColumnMarginal& m = t[1];
+  EXPECT_EQ(m.parent, 0);
+  ASSERT_EQ(m.rows, 4);
+  ASSERT_EQ(m.cols, 2);
+  for (int r = 0; r < 4; ++r) EXPECT_GT(m.p[size_t(r * 2)] + m.p[size_t(r * 2 + 1)], 0.15) << r;
+  // y is nearly a function of n's group (uniform groups of 8 bins: 0.67).
+  double determined = 0;
+  for (int r = 0; r < 4; ++r) determined += std::max(m.p[size_t(r * 2)], m.p[size_t(r * 2 + 1)]);
+  EXPECT_GT(determined, 0.85);
+  // The table carries the maps through the file.
+  PairTables pt;
+  pt.tables.push_back(m.Shape());
+  ASSERT_TRUE(pt.Check(**tok, "p").ok());
+  auto back = PairTables::Parse(pt.Serialize(), "p");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ((*back)->tables[0].row_of, m.row_of);
+  EXPECT_EQ((*back)->tables[0].Row(m.plo + 14), m.row_of[14]);
+  PairTables bad = pt;
+  bad.tables[0].row_of[3] = 9;  // a group that does not exist
+  EXPECT_FALSE(PairTables::Parse(bad.Serialize(), "p").ok());
+  bad = pt;
+  bad.tables[0].row_of.pop_back();
+  EXPECT_FALSE(bad.Check(**tok, "p").ok());
+}
+
 }  // namespace
 }  // namespace ds
 
 namespace ds {
 namespace {
 
-// The two Gaussian measurements of the pair calibration (selection at
-// sigma_m / sqrt(f), targets at sigma_m / sqrt(1 - f)) are charged as one
+// The three Gaussian measurements of the pair calibration (1-way at
+// sigma_m / sqrt(f1), selection at sigma_m / sqrt(fs), targets at
+// sigma_m / sqrt(1 - f1 - fs)) are charged as one
 // Gaussian of multiplier sigma_m: against dp-accounting's composition of the
 // three events (scripts/make_dp_composed_vectors.py, split_vectors.csv).
 TEST(PairAccounting, TwoMeasurementsMatchDpAccounting) {
@@ -214,14 +324,24 @@ TEST(PairAccounting, TwoMeasurementsMatchDpAccounting) {
     charged.AddGaussian(v.marginal_sigma);
     EXPECT_NEAR(charged.GetEpsilon(v.delta).epsilon, v.epsilon, 1e-9 * v.epsilon) << v.line;
     EXPECT_EQ(charged.GetEpsilon(v.delta).order, v.order) << v.line;
-    RdpAccountant spent;  // what the calibration releases
-    spent.AddSteps(v.q, v.sigma, v.steps);
-    spent.AddGaussian(SelectionNoise(v.marginal_sigma));
-    spent.AddGaussian(TargetNoise(v.marginal_sigma, true));
-    EXPECT_NEAR(spent.GetEpsilon(v.delta).epsilon, v.epsilon, 1e-9 * v.epsilon) << v.line;
+    for (int64_t n : {100, 1000, 100000}) {  // every split SharesFor makes
+      const MeasureShares sh = SharesFor(n, v.marginal_sigma, 8);
+      RdpAccountant spent;  // what the calibration releases
+      spent.AddSteps(v.q, v.sigma, v.steps);
+      spent.AddGaussian(sh.OneWayNoise(v.marginal_sigma));
+      if (sh.pairs()) {
+        spent.AddGaussian(sh.SelectionNoise(v.marginal_sigma));
+        spent.AddGaussian(sh.TargetNoise(v.marginal_sigma));
+      }
+      EXPECT_NEAR(spent.GetEpsilon(v.delta).epsilon, v.epsilon, 1e-9 * v.epsilon) << v.line << " n " << n;
+    }
   }
   EXPECT_EQ(rows.size(), 5u);
-  EXPECT_EQ(TargetNoise(2.0, false), 2.0);
+  // The rule's three regimes (r = n / (sigma_m sqrt(28)) for 8 columns).
+  EXPECT_FALSE(SharesFor(275, 3.0, 8).pairs());  // r = 17: 1-way only
+  EXPECT_EQ(SharesFor(275, 1.2, 8).selection, 0.4);  // r = 43
+  EXPECT_EQ(SharesFor(275, 0.7, 8).selection, 0.2);  // r = 74
+  EXPECT_EQ(SharesFor(275, 3.0, 8).OneWayNoise(3.0), 3.0);
 }
 
 // The dp default split at epsilon 1 (most of it to the marginals) still
@@ -240,8 +360,11 @@ TEST(PairAccounting, DefaultSplitMeetsTheTarget) {
   EXPECT_LT(p->sgd_epsilon_alone, 0.8);
   RdpAccountant a;
   a.AddSteps(p->sampling_rate, p->noise_multiplier, p->steps);
-  a.AddGaussian(SelectionNoise(p->marginal_noise_multiplier));
-  a.AddGaussian(TargetNoise(p->marginal_noise_multiplier, true));
+  const MeasureShares sh = SharesFor(5634, p->marginal_noise_multiplier, 20);
+  ASSERT_TRUE(sh.pairs());
+  a.AddGaussian(sh.OneWayNoise(p->marginal_noise_multiplier));
+  a.AddGaussian(sh.SelectionNoise(p->marginal_noise_multiplier));
+  a.AddGaussian(sh.TargetNoise(p->marginal_noise_multiplier));
   EXPECT_LE(a.GetEpsilon(p->delta).epsilon, 1.0 + 1e-9);
   EXPECT_GT(a.GetEpsilon(p->delta).epsilon, 0.999);
 }

@@ -6,7 +6,10 @@
 // column's bin or missing spelling; a datetime's year: the "cells") are split
 // into contiguous groups, rows for a and cols for b:
 //   row(id_a) = (id_a - plo) * rows / (phi - plo),
-//   col(id_b) = (id_b - lo) * cols / (hi - lo).
+//   col(id_b) = (id_b - lo) * cols / (hi - lo),
+// or, when the table carries them, by explicit maps row_of[id_a - plo] and
+// col_of[id_b - lo] (any partition of the ids; the calibration groups the
+// cells by their measured mass, train/calibrate.h MassGroups).
 // At b's first position, given the record's earlier first token id_a of a,
 // generation adds w[row(id_a) * cols + col(id_b)] to the logit of every
 // legal id_b in [lo, hi) (before the temperature). Records whose a has no
@@ -14,8 +17,11 @@
 //
 // pair_tables.bin (little-endian; written by train, read by LoadModel, bound
 // to model_params.json by its CRC-32 like copy_guard.bin):
-//   "DSPAIRT1" magic (8 bytes), u32 version (1), u32 count
-//   count x { u32 child, parent, lo, hi, plo, phi, rows, cols; f32 w[rows * cols] }
+//   "DSPAIRT1" magic (8 bytes), u32 version (2; 1 is read too), u32 count
+//   count x { u32 child, parent, lo, hi, plo, phi, rows, cols;
+//             version 2: u32 maps (bit 0: row_of follows, bit 1: col_of follows),
+//               u32 row_of[phi - plo] if bit 0, u32 col_of[hi - lo] if bit 1;
+//             f32 w[rows * cols] }
 //   u32 CRC-32 of everything before it
 // Parse checks sizes, order, groups and finite weights; Check binds the
 // ranges to the model's tokenizer.
@@ -40,10 +46,15 @@ struct PairTable {
   int plo = 0, phi = 0;       // parent's first-token ids [plo, phi)
   int rows = 1, cols = 1;     // groups of the parent's / child's ids
   std::vector<float> w;       // [rows * cols] logit offsets
+  std::vector<int32_t> row_of, col_of;  // optional group of each id ([phi - plo], [hi - lo])
   int Row(int32_t parent_id) const {
+    if (!row_of.empty()) return row_of[size_t(parent_id - plo)];
     return int(int64_t(parent_id - plo) * rows / (phi - plo));
   }
-  int Col(int32_t child_id) const { return int(int64_t(child_id - lo) * cols / (hi - lo)); }
+  int Col(int32_t child_id) const {
+    if (!col_of.empty()) return col_of[size_t(child_id - lo)];
+    return int(int64_t(child_id - lo) * cols / (hi - lo));
+  }
 };
 
 class PairTables {

@@ -51,11 +51,14 @@ bool FirstTokens(const FieldTokenizer& tok, const std::vector<std::string>& rec,
 int64_t CellOf(const ColumnMarginal& m, const std::vector<int32_t>& first) {
   const int32_t id = first[size_t(m.column)];
   if (id < m.lo || id >= m.hi) return -1;
-  const int64_t col = int64_t(id - m.lo) * m.cols / (m.hi - m.lo);
+  const int64_t col = m.col_of.empty() ? int64_t(id - m.lo) * m.cols / (m.hi - m.lo)
+                                       : m.col_of[size_t(id - m.lo)];
   if (m.parent < 0) return col;
   const int32_t pid = first[size_t(m.parent)];
   if (pid < m.plo || pid >= m.phi) return -1;
-  return int64_t(pid - m.plo) * m.rows / (m.phi - m.plo) * m.cols + col;
+  const int64_t row = m.row_of.empty() ? int64_t(pid - m.plo) * m.rows / (m.phi - m.plo)
+                                       : m.row_of[size_t(pid - m.plo)];
+  return row * m.cols + col;
 }
 
 // One fitting step of a 2-way cell: the conditional log-ratio per group.
@@ -128,7 +131,55 @@ PairTable ColumnMarginal::Shape() const {
   t.rows = rows;
   t.cols = cols;
   t.w.assign(size_t(rows) * size_t(cols), 0.0f);
+  t.row_of = row_of;
+  t.col_of = col_of;
   return t;
+}
+
+std::vector<int32_t> MassGroups(const std::vector<double>& counts, int groups) {
+  const size_t n = counts.size();
+  std::vector<int32_t> out(n, 0);
+  if (n == 0) return out;
+  groups = std::max(1, std::min<int>(groups, int(n)));
+  double total = 0;
+  for (double c : counts) total += std::max(0.0, c);
+  std::vector<char> own(n, 0);
+  double rest = total;
+  int left = groups;
+  for (size_t i = 0; i < n; ++i)
+    if (total > 0 && std::max(0.0, counts[i]) >= total / groups && left > 1) {
+      own[i] = 1;
+      rest -= std::max(0.0, counts[i]);
+      --left;
+    }
+  // Labels: an own id -> -1 - i, the others -> their quantile slot in id order.
+  std::vector<int64_t> label(n);
+  double before = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (own[i]) {
+      label[i] = -1 - int64_t(i);
+      continue;
+    }
+    const double c = std::max(0.0, counts[i]);
+    const double at = rest > 0 ? (before + 0.5 * c) / rest : (double(i) + 0.5) / double(n);
+    label[i] = std::min<int64_t>(left - 1, int64_t(at * left));
+    before += c;
+  }
+  // Groups numbered by first appearance: one per own id, one per quantile
+  // slot (an own id may sit inside a slot's run: then that slot is split in
+  // two ranges but stays one group).
+  std::vector<int32_t> slot_group(size_t(left), -1);
+  int32_t next = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (label[i] < 0) {
+      out[i] = next++;
+      continue;
+    }
+    int32_t& sg = slot_group[size_t(label[i])];
+    if (sg < 0) sg = next++;
+    out[i] = sg;
+  }
+  return out;
 }
 
 
@@ -149,7 +200,11 @@ std::vector<ColumnMarginal> MarginalCells(const FieldTokenizer& tok) {
 }
 
 std::vector<ColumnMarginal> WithParents(const std::vector<ColumnMarginal>& one_way,
-                                        const std::vector<std::vector<int>>& parents, int groups) {
+                                        const std::vector<std::vector<int>>& parents, int groups,
+                                        const std::vector<std::vector<int32_t>>* group_of) {
+  auto count = [](const std::vector<int32_t>& map) {
+    return map.empty() ? 0 : int(*std::max_element(map.begin(), map.end())) + 1;
+  };
   std::vector<ColumnMarginal> out;
   for (size_t i = 0; i < one_way.size(); ++i) {
     const std::vector<int> none;
@@ -163,6 +218,12 @@ std::vector<ColumnMarginal> WithParents(const std::vector<ColumnMarginal>& one_w
       m.phi = one_way[size_t(a)].hi;
       m.rows = std::min(groups, m.phi - m.plo);
       m.cols = std::min(groups, m.hi - m.lo);
+      if (group_of) {
+        m.row_of = (*group_of)[size_t(a)];
+        m.col_of = (*group_of)[i];
+        m.rows = count(m.row_of);
+        m.cols = count(m.col_of);
+      }
       m.p.assign(size_t(m.rows) * size_t(m.cols), 0.0);
       out.push_back(std::move(m));
       any = true;
@@ -172,11 +233,17 @@ std::vector<ColumnMarginal> WithParents(const std::vector<ColumnMarginal>& one_w
   return out;
 }
 
-std::vector<ColumnMarginal> AllPairs(const std::vector<ColumnMarginal>& one_way, int groups) {
+std::vector<ColumnMarginal> AllPairs(const std::vector<ColumnMarginal>& one_way, int groups,
+                                     const std::vector<std::vector<int32_t>>* group_of) {
   std::vector<ColumnMarginal> out;
   for (size_t b = 1; b < one_way.size(); ++b)
-    for (size_t a = 0; a < b; ++a)
-      out.push_back(WithParents({one_way[a], one_way[b]}, {{}, {0}}, groups)[1]);
+    for (size_t a = 0; a < b; ++a) {
+      const std::vector<std::vector<int32_t>> maps =
+          group_of ? std::vector<std::vector<int32_t>>{(*group_of)[a], (*group_of)[b]}
+                   : std::vector<std::vector<int32_t>>{};
+      out.push_back(WithParents({one_way[a], one_way[b]}, {{}, {0}}, groups,
+                                group_of ? &maps : nullptr)[1]);
+    }
   return out;
 }
 
@@ -235,13 +302,37 @@ void CountMarginals(const FieldTokenizer& tok, const std::vector<std::vector<std
   }
 }
 
+void ProjectToTotal(std::vector<double>* p) {
+  double total = 0;
+  for (double v : *p) total += v;
+  if (!(total > 0)) {
+    for (double& v : *p) v = std::max(0.0, v);
+    return;
+  }
+  // The shift c with sum max(0, p_i - c) = total: the Euclidean projection
+  // onto the nonnegative tables of that total.
+  std::vector<double> s = *p;
+  std::sort(s.begin(), s.end(), std::greater<>());
+  double cum = 0, c = 0;
+  for (size_t k = 0; k < s.size(); ++k) {
+    cum += s[k];
+    const double ck = (cum - total) / double(k + 1);
+    if (k + 1 == s.size() || s[k + 1] <= ck) {
+      c = ck;
+      break;
+    }
+  }
+  for (double& v : *p) v = std::max(0.0, v - c);
+}
+
 void AddMarginalNoise(std::vector<ColumnMarginal>* cells, double noise_multiplier,
-                      SecureGaussian* noise) {
+                      SecureGaussian* noise, bool project) {
   const double stddev = noise_multiplier * std::sqrt(double(cells->size()));
   for (ColumnMarginal& m : *cells) {
     std::vector<double> z(m.p.size());
     noise->FillDouble(z.data(), z.size(), stddev);
-    for (size_t i = 0; i < m.p.size(); ++i) m.p[i] = std::max(0.0, m.p[i] + z[i]);
+    for (size_t i = 0; i < m.p.size(); ++i) m.p[i] += z[i];
+    if (project) ProjectToTotal(&m.p);
   }
 }
 
@@ -251,6 +342,117 @@ void Normalize(std::vector<ColumnMarginal>* cells) {
     for (double v : m.p) sum += v;
     for (double& v : m.p) v = sum > 0 ? v / sum : 1.0 / double(m.p.size());
   }
+}
+
+MeasureShares SharesFor(int64_t n, double sigma_m, int columns) {
+  const double pairs = 0.5 * double(columns) * double(columns - 1);
+  if (!(sigma_m > 0) || pairs < 1) return MeasureShares{0.2, 0.2};
+  const double r = double(n) / (sigma_m * std::sqrt(pairs));
+  if (r < 25) return MeasureShares{1, 0};
+  if (r < 60) return MeasureShares{0.2, 0.4};
+  return MeasureShares{0.2, 0.2};
+}
+
+namespace {
+
+// The number of groups per column: about min_cell_snr noise stddevs of
+// records per cell of a G x G table (at most K_max tables share the release).
+int ChooseGroups(const std::vector<ColumnMarginal>& one, const MeasureOptions& o,
+                 const MeasureShares& shares, double noisy_n) {
+  if (!(o.sigma_m > 0)) return o.max_groups;
+  double k_max = 0;
+  for (size_t i = 0; i < one.size(); ++i) k_max += double(std::min<size_t>(i, size_t(o.pairs)));
+  const double stddev = shares.TargetNoise(o.sigma_m) * std::sqrt(std::max(1.0, k_max));
+  const double g = std::sqrt(std::max(0.0, noisy_n) / (o.min_cell_snr * stddev));
+  return std::clamp(int(std::lround(g)), 2, std::max(2, o.max_groups));
+}
+
+}  // namespace
+
+Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<std::string>>& records,
+                      const MeasureOptions& o, SecureGaussian* noise,
+                      std::vector<ColumnMarginal>* targets, MeasureReport* rep) {
+  const bool dp = o.sigma_m > 0;
+  if (dp && !noise) return DS_ERR(kInternal, "calibrate: dp measurement without a noise source");
+  std::vector<ColumnMarginal> one = MarginalCells(tok);
+  CountMarginals(tok, records, &one, &rep->skipped);
+  MeasureShares& sh = rep->shares;
+  sh = MeasureShares();
+  if (o.pairs > 0 && one.size() >= 2)
+    sh = dp ? SharesFor(int64_t(records.size()), o.sigma_m, int(one.size()))
+            : MeasureShares{0.2, 0.2};  // (no noise: any split)
+  if (dp) AddMarginalNoise(&one, sh.OneWayNoise(o.sigma_m), noise);
+  if (!sh.pairs()) {
+    Normalize(&one);
+    *targets = std::move(one);
+    return Status::Ok();
+  }
+  std::vector<double> totals;
+  for (const ColumnMarginal& m : one) {
+    double t = 0;
+    for (double v : m.p) t += v;
+    totals.push_back(t);
+  }
+  std::nth_element(totals.begin(), totals.begin() + totals.size() / 2, totals.end());
+  rep->noisy_n = totals[totals.size() / 2];
+  rep->groups = ChooseGroups(one, o, sh, rep->noisy_n);
+  std::vector<std::vector<int32_t>> group_of;
+  for (const ColumnMarginal& m : one) group_of.push_back(MassGroups(m.p, rep->groups));
+  std::vector<ColumnMarginal> empty = one;  // the cells with zero counts
+  for (ColumnMarginal& m : empty) std::fill(m.p.begin(), m.p.end(), 0.0);
+  std::vector<ColumnMarginal> all = AllPairs(empty, rep->groups, &group_of);
+  CountMarginals(tok, records, &all);
+  double stddev = 0;
+  std::vector<ColumnMarginal> all_raw;  // before the projection
+  if (dp) {
+    AddMarginalNoise(&all, sh.SelectionNoise(o.sigma_m), noise, /*project=*/false);
+    all_raw = all;
+    for (ColumnMarginal& m : all) ProjectToTotal(&m.p);
+    stddev = sh.SelectionNoise(o.sigma_m) * std::sqrt(double(all.size()));
+  }
+  const auto parents = ChooseParents(empty, all, stddev, o.pairs);
+  std::vector<ColumnMarginal> pairs;
+  std::vector<size_t> from;  // pairs[k]'s table in `all` (same groups)
+  const std::vector<ColumnMarginal> chosen = WithParents(empty, parents, rep->groups, &group_of);
+  for (size_t i = 0, at = 0; i < chosen.size(); ++i) {
+    while (at < one.size() && one[at].column != chosen[i].column) ++at;
+    if (chosen[i].parent < 0) continue;
+    size_t a = 0;
+    while (one[a].column != chosen[i].parent) ++a;
+    from.push_back(at * (at - 1) / 2 + a);  // AllPairs is b-major: (0,1), (0,2), (1,2), ...
+    pairs.push_back(chosen[i]);
+  }
+  CountMarginals(tok, records, &pairs);
+  if (dp && !pairs.empty()) {
+    // The second measurement of each chosen pair, averaged with its first by
+    // inverse variance (both unbiased), then projected.
+    AddMarginalNoise(&pairs, sh.TargetNoise(o.sigma_m), noise, /*project=*/false);
+    const double v1 = stddev * stddev;
+    const double s2 = sh.TargetNoise(o.sigma_m) * std::sqrt(double(pairs.size()));
+    const double w1 = (1 / v1) / (1 / v1 + 1 / (s2 * s2));
+    for (size_t k = 0; k < pairs.size(); ++k) {
+      const ColumnMarginal& first = all_raw[from[k]];
+      for (size_t c = 0; c < pairs[k].p.size(); ++c)
+        pairs[k].p[c] = w1 * first.p[c] + (1 - w1) * pairs[k].p[c];
+      ProjectToTotal(&pairs[k].p);
+    }
+  }
+  targets->clear();
+  for (size_t i = 0; i < one.size(); ++i)  // a column with parents: its 2-way targets only
+    if (parents[i].empty()) targets->push_back(one[i]);
+  for (ColumnMarginal& m : pairs) targets->push_back(std::move(m));
+  Normalize(targets);
+  return Status::Ok();
+}
+
+std::string MeasureReport::Describe(double sigma_m) const {
+  if (!shares.pairs())
+    return fmt::format("the 1-way histograms at noise multiplier {:.4g}", shares.OneWayNoise(sigma_m));
+  return fmt::format(
+      "three measurements: the 1-way histograms at noise multiplier {:.4g}, all pair histograms "
+      "at {:.4g} (choosing the pairs), the chosen pairs again at {:.4g}; {} id groups per column",
+      shares.OneWayNoise(sigma_m), shares.SelectionNoise(sigma_m), shares.TargetNoise(sigma_m),
+      groups);
 }
 
 std::string CalibrateReport::Describe() const {

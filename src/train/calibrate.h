@@ -14,22 +14,18 @@
 // target).
 //
 // Pairs (`calibrate_pairs`): a column b may instead be measured jointly with
-// one earlier column a (its parent; the 2-way histogram of both columns'
-// first tokens, each split into at most `groups` contiguous groups of ids).
-// Its correction is then a table added to b's first-token logits given the
-// record's value of a (generate/pair_correction.h), fitted by the same loop
-// on the conditional shares: clamp(log t(b|a) - log g(b|a)), with t(b|a) =
-// (t(a,b) + m t(b)) / (t(a) + m) smoothed by a mass m = `pseudo` towards b's
-// marginal. ChooseParents picks each column's parent by the mutual
-// information of all pairs' 2-way histograms (under dp: a first Gaussian
-// measurement of them, SelectionNoise below). Every calibrated column then
-// has exactly one target histogram (1-way or 2-way): L2 sensitivity sqrt(K).
-//
-// Under dp the release of noise multiplier sigma_m (DpPlan) is spent as two
-// Gaussian measurements: all P pair histograms with multiplier
-// sigma_m / sqrt(f) (selection; sensitivity sqrt(P)), then the K targets with
-// sigma_m / sqrt(1 - f). Their Renyi DP adds up to a / (2 sigma_m^2) at every
-// order a: exactly the one release the plan accounts (f = kSelectionShare).
+// up to that many earlier columns a (its parents; the 2-way histogram of both
+// columns' first tokens, each split into at most `groups` groups of ids that
+// follow the measured 1-way mass, MassGroups). Its correction is then a
+// table added to b's first-token logits given the record's value of a
+// (generate/pair_correction.h), fitted by the same loop on the conditional
+// shares: clamp(log t(b|a) - log g(b|a)), with t(b|a) = (t(a,b) + m t(b)) /
+// (t(a) + m) smoothed by a mass m = `pseudo` towards b's marginal.
+// ChooseParents picks the parents by the mutual information of all pairs'
+// 2-way histograms (under dp: a Gaussian measurement of them). MeasureTargets
+// does the measuring; under dp the release of noise multiplier sigma_m
+// (DpPlan) is spent as the measurements MeasureShares describes, whose Renyi
+// DP adds up to the one release the plan accounts.
 //
 // Targets: exact training marginals (no DP), or the same counts with Gaussian
 // noise (NoisyMarginals) under --dp, where they are one Gaussian mechanism of
@@ -38,6 +34,7 @@
 // reads only the model and the targets: free, privacy-wise.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -59,9 +56,22 @@ struct ColumnMarginal {
   // Col). 1-way: parent -1, rows 1, cols hi - lo.
   int parent = -1, plo = 0, phi = 0;
   int rows = 1, cols = 0;
+  // Optional explicit groups (PairTable::row_of, col_of): the group of each
+  // parent id [phi - plo] and child id [hi - lo]; empty: contiguous uniform.
+  std::vector<int32_t> row_of, col_of;
   std::vector<double> p;  // [rows * cols]: counts, or a distribution (sums to 1)
   PairTable Shape() const;  // the geometry as a table (w zero)
 };
+
+// Groups of a column's ids by their measured mass (post-processing of
+// `counts`, one per id; negative read as 0): an id holding at least
+// 1/groups of the mass is a group of its own (a category, a missing
+// spelling, a point mass), and the other ids are cut, in id order, into
+// contiguous groups of about equal mass with the groups left, so the groups
+// follow where the data is rather than the schema's bounds. Returns the
+// group of each id, numbered 0.. in order of their first id (at most
+// `groups` groups, at least one).
+std::vector<int32_t> MassGroups(const std::vector<double>& counts, int groups);
 
 // The cells of every calibrated column (categorical, integer, decimal,
 // datetime), from the tokenizer alone (every cell, whatever the data), with
@@ -71,11 +81,15 @@ std::vector<ColumnMarginal> MarginalCells(const FieldTokenizer& tok);
 // MarginalCells result) of cell i's parents (each < i): one 2-way cell per
 // parent, in that order, or cell i as it is when none. Each column's and
 // parent's ids are split into at most `groups` groups.
+// With `group_of` (one map per one_way cell, MassGroups of its ids; may be
+// null) the ids are grouped by those maps instead.
 std::vector<ColumnMarginal> WithParents(const std::vector<ColumnMarginal>& one_way,
-                                        const std::vector<std::vector<int>>& parents, int groups);
+                                        const std::vector<std::vector<int>>& parents, int groups,
+                                        const std::vector<std::vector<int32_t>>* group_of = nullptr);
 // Every pair (a, b), a < b, of `one_way` cells with parent a (grouped as
 // WithParents does), b-major: (0,1), (0,2), (1,2), (0,3), ...; zero counts.
-std::vector<ColumnMarginal> AllPairs(const std::vector<ColumnMarginal>& one_way, int groups);
+std::vector<ColumnMarginal> AllPairs(const std::vector<ColumnMarginal>& one_way, int groups,
+                                     const std::vector<std::vector<int32_t>>* group_of = nullptr);
 // For each cell b of `one_way` the (at most per_column) earlier cells a with the highest mutual
 // information in `all_pairs` (AllPairs cells holding counts, possibly
 // noisy: negative counts read as 0), less the Miller-Madow bias
@@ -92,18 +106,70 @@ void CountMarginals(const FieldTokenizer& tok, const std::vector<std::vector<std
                     std::vector<ColumnMarginal>* cells, int64_t* skipped = nullptr);
 // Gaussian mechanism: adds N(0, (noise_multiplier sqrt(K))^2) to every count
 // (K = cells.size(), the L2 sensitivity of the K histograms under add/remove
-// of one record), then clamps at 0. Call Normalize after.
+// of one record), then (project) projects each table onto the nonnegative
+// tables of its noisy total (ProjectToTotal). Call Normalize after.
 void AddMarginalNoise(std::vector<ColumnMarginal>* cells, double noise_multiplier,
-                      SecureGaussian* noise);
+                      SecureGaussian* noise, bool project = true);
+// The nearest (Euclidean) table >= 0 with the same sum: p_i -> max(0, p_i - c)
+// for the one c that keeps the sum (a noisy table's sum is unbiased for the
+// records; clamping at 0 alone would add the noise's positive half of every
+// empty cell, spreading mass over cells the data never holds). A sum <= 0:
+// clamped at 0 only.
+void ProjectToTotal(std::vector<double>* p);
 // Counts -> distributions (each table sums to 1; all zero -> uniform).
 void Normalize(std::vector<ColumnMarginal>* cells);
 
-inline constexpr double kSelectionShare = 0.25;
-// The noise multipliers of the two measurements for a release of sigma_m.
-inline double SelectionNoise(double sigma_m) { return sigma_m / std::sqrt(kSelectionShare); }
-inline double TargetNoise(double sigma_m, bool pairs) {
-  return pairs ? sigma_m / std::sqrt(1.0 - kSelectionShare) : sigma_m;
-}
+// Under dp with pairs the release of noise multiplier sigma_m is spent as
+// three Gaussian measurements whose Renyi DP adds up to a / (2 sigma_m^2) at
+// every order: the 1-way histograms of every column (share `one_way`: the
+// groups, and the targets of the columns without a parent), all pair
+// histograms (`selection`: the parents), and the chosen pairs' histograms
+// again (the rest; averaged with their first measurement: the 2-way
+// targets). Each multiplier is sigma_m / sqrt(share).
+struct MeasureShares {
+  double one_way = 1, selection = 0;  // 1, 0: 1-way histograms only, at sigma_m
+  bool pairs() const { return selection > 0; }
+  double OneWayNoise(double sigma_m) const { return sigma_m / std::sqrt(one_way); }
+  double SelectionNoise(double sigma_m) const { return sigma_m / std::sqrt(selection); }
+  double TargetNoise(double sigma_m) const {
+    return sigma_m / std::sqrt(std::max(1e-12, 1.0 - one_way - selection));
+  }
+};
+// The shares by the records n, the multiplier and the calibrated columns C
+// (public: n sets the sampling rate and delta already), through the signal
+// of all P = C (C - 1) / 2 pair histograms, r = n / (sigma_m sqrt(P)): below
+// 25 the pairs cannot be told from the noise and the whole release goes to
+// the 1-way histograms; below 60, 0.2 / 0.4 (the parents need the most);
+// else 0.2 / 0.2 (measured on penguins, mpg and telco_churn: docs/privacy.md).
+MeasureShares SharesFor(int64_t n, double sigma_m, int columns);
+
+struct MeasureOptions {
+  int pairs = 0;            // parents per column (0: 1-way targets only)
+  int max_groups = 10;      // id groups per column of a 2-way table, at most
+  double sigma_m = 0;       // the release's noise multiplier (0: exact counts, no dp)
+  double min_cell_snr = 1;  // dp: groups G = sqrt(n / (min_cell_snr x target noise stddev))
+};
+struct MeasureReport {
+  MeasureShares shares;    // how the release was spent (dp)
+  int groups = 0;          // id groups per column used (pairs)
+  double noisy_n = 0;      // the records as the 1-way histograms count them (noisy under dp)
+  int64_t skipped = 0;     // records that do not encode
+  // "the 1-way histograms at noise multiplier ..., ..." (dp), for the log and model_params.json.
+  std::string Describe(double sigma_m) const;
+};
+// The calibration targets (distributions) from the training records: with
+// pairs, the 1-way histogram of every column (full resolution), then the
+// groups (MassGroups of those histograms, G of them by the noise: about
+// min_cell_snr noise stddevs of records per cell of a G x G table of n
+// records, within [2, max_groups]), the parents (ChooseParents on all pair
+// histograms) and their 2-way histograms; targets: the 1-way histograms of
+// the columns without a parent, then the 2-way ones. Under dp (sigma_m > 0)
+// every histogram is a Gaussian measurement as above, shares by SharesFor
+// (`noise` must not be null); everything else reads only the noisy counts.
+// Without pairs (or when SharesFor says none): the 1-way histograms alone.
+Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<std::string>>& records,
+                      const MeasureOptions& options, SecureGaussian* noise,
+                      std::vector<ColumnMarginal>* targets, MeasureReport* report);
 
 struct CalibrateOptions {
   int64_t samples = 4000;  // records generated per iteration

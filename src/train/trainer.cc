@@ -1183,22 +1183,17 @@ class TrainRun {
     const double sigma_m = dp_.plan.marginal_noise_multiplier;
     if (cfg_.dp && !(sigma_m > 0))
       return DS_ERR(kInternal, "calibrate under dp without a marginal release in the plan");
-    std::vector<ColumnMarginal> targets = MarginalCells(*ft);
-    if (cfg_.calibrate_pairs > 0) {  // parents by the (noisy) mutual information of all pairs
-      std::vector<ColumnMarginal> all = AllPairs(targets, cfg_.calibrate_groups);
-      CountMarginals(*ft, input.records, &all);
-      double stddev = 0;
-      if (cfg_.dp) {
-        AddMarginalNoise(&all, SelectionNoise(sigma_m), dp_.noise.get());
-        stddev = SelectionNoise(sigma_m) * std::sqrt(double(all.size()));
-      }
-      targets = WithParents(targets, ChooseParents(targets, all, stddev, cfg_.calibrate_pairs),
-                            cfg_.calibrate_groups);
+    std::vector<ColumnMarginal> targets;
+    MeasureOptions mo;
+    mo.pairs = cfg_.calibrate_pairs;
+    mo.max_groups = cfg_.calibrate_groups;
+    mo.sigma_m = cfg_.dp ? sigma_m : 0.0;
+    MeasureReport mr;
+    DS_RETURN_IF_ERROR(MeasureTargets(*ft, input.records, mo, dp_.noise.get(), &targets, &mr));
+    if (cfg_.dp) {
+      marginal_split_ = mr.Describe(sigma_m);
+      obs_.OnInfo("calibrate: the marginals' release spent as " + marginal_split_);
     }
-    int64_t skipped = 0;
-    CountMarginals(*ft, input.records, &targets, &skipped);
-    if (cfg_.dp) AddMarginalNoise(&targets, TargetNoise(sigma_m, cfg_.calibrate_pairs > 0), dp_.noise.get());
-    Normalize(&targets);
     CalibrateReport rep;
     PairTables pairs;
     DS_RETURN_IF_ERROR(
@@ -1248,12 +1243,7 @@ class TrainRun {
             "epsilon {:.4g} alone; DP-SGD alone {:.4g})",
             dp_.plan.marginal_noise_multiplier, dp_.plan.marginal_epsilon_alone,
             dp_.plan.sgd_epsilon_alone);
-      if (dp_.plan.marginal_noise_multiplier > 0 && cfg_.calibrate_pairs > 0)
-        meta.dp_unit += fmt::format(
-            ", spent as two measurements: all pair histograms at noise multiplier {:.4g} "
-            "(choosing the pairs), the target histograms at {:.4g}",
-            SelectionNoise(dp_.plan.marginal_noise_multiplier),
-            TargetNoise(dp_.plan.marginal_noise_multiplier, true));
+      if (!marginal_split_.empty()) meta.dp_unit += ", spent as " + marginal_split_;
     }
     return meta;
   }
@@ -1308,6 +1298,7 @@ class TrainRun {
   int64_t steps_seen_ = 0, steps_timed_ = 0;
   std::string stop_reason_ = "epochs";
   std::string weights_file_, checkpoint_file_;
+  std::string marginal_split_;  // dp calibration: how the marginals' release was spent (MeasureReport)
   uint32_t weights_crc_ = 0;
   TrainSummary summary_;
 };
