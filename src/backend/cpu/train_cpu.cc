@@ -747,6 +747,28 @@ void TrainImpl::StreamCells(int l, int t, int k0, int k1) {
 #endif
 }
 
+// One block of ub units of the LSTM cell backward (network.h), fp32: from the gates
+// i f g o (gr [4ub]), c_{t-1} (cp), tanh(c_t) (tcr), dL/dh from above (dha, masked by mr
+// and scaled) plus the recurrent dL/dh (dhr) and the carried dL/dc (dcr, updated to
+// dL/dc_{t-1}): dz [4ub] of the gate pre-activations.
+inline void LstmBackCell(int ub, const float* gr, const float* cp, const float* tcr,
+                         const float* dha, const uint8_t* mr, float keep_scale, const float* dhr,
+                         float* dcr, float* dzr) {
+#pragma omp simd
+  for (int u = 0; u < ub; ++u) {
+    float m = float(mr[u]) * keep_scale;
+    float dh = dha[u] * m + dhr[u];
+    float i = gr[u], f = gr[ub + u], g = gr[2 * ub + u], o = gr[3 * ub + u];
+    float tch = tcr[u];
+    float dc = dh * o * (1.0f - tch * tch) + dcr[u];
+    dcr[u] = dc * f;
+    dzr[u] = dc * g * i * (1.0f - i);
+    dzr[ub + u] = dc * cp[u] * f * (1.0f - f);
+    dzr[2 * ub + u] = dc * i * (1.0f - g * g);
+    dzr[3 * ub + u] = dh * tch * o * (1.0f - o);
+  }
+}
+
 // dh_above: [R, H] dL/d(dropout(h_l)) (pre-mask) from the layer above / dense.
 // Writes dz_[l]; with accumulate_bias, the permuted bias gradient to bscratch_.
 void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate_bias) {
@@ -809,7 +831,7 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
           const int uo = k * ub;
           const float* gr = gates + row * H4 + k * 4 * ub;
           float* dzr = dzt + size_t(b) * H4 + k * 4 * ub;
-          const float* cr = cbuf + row * H + uo;
+          [[maybe_unused]] const float* cr = cbuf + row * H + uo;  // the bf16 cell's
           const float* cp = t > 0 ? cbuf + (row - B) * H + uo : zeros;
           const float* tcr = tcbuf + row * H + uo;
           const float* dha = dh_above + row * H + uo;
@@ -830,24 +852,7 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
             continue;
           }
 #endif
-#pragma omp simd
-          for (int u = 0; u < ub; ++u) {
-            float m = float(mr[u]) * keep_scale;
-            float dh = dha[u] * m + dhr[u];
-            float i = gr[u], f = gr[ub + u], g = gr[2 * ub + u], o = gr[3 * ub + u];
-            float tch = tcr[u];
-            float dc = dh * o * (1.0f - tch * tch) + dcr[u];
-            float dzi = dc * g * i * (1.0f - i);
-            float dzf = dc * cp[u] * f * (1.0f - f);
-            float dzg = dc * i * (1.0f - g * g);
-            float dzo = dh * tch * o * (1.0f - o);
-            dcr[u] = dc * f;
-            dzr[u] = dzi;
-            dzr[ub + u] = dzf;
-            dzr[2 * ub + u] = dzg;
-            dzr[3 * ub + u] = dzo;
-            (void)cr;
-          }
+          LstmBackCell(ub, gr, cp, tcr, dha, mr, keep_scale, dhr, dcr, dzr);
           if (dz16) ToBf16(dzr, 4 * ub, dz16 + row * H4 + k * 4 * ub);
           if (accumulate_bias) {
 #pragma omp simd
