@@ -374,6 +374,7 @@ class TrainImpl final : public CpuTrainBackend {
                     StepStats* st);
   StepStats DenseClipNorms(const Batch& batch, float* dxd, double* norm2);
   void DenseClipGrads(const Batch& batch, const double* scale);
+  void SumDenseThreadGrads(int nt);
   bool PlanClipRanged(const Batch& batch);
   StepStats ClipRangedNorms(const Batch& batch, float* dxd, double* norm2);
   void ClipRangedPairs(const Batch& batch, double* norm2);
@@ -1511,17 +1512,7 @@ void TrainImpl::DenseClipGrads(const Batch& batch, const double* scale) {
         for (int v = 0; v < V; ++v) db[v] += x[size_t(t) * V + v];
     }
   }
-  float* gw = grads_.data() + off_dw_;
-  float* gb = grads_.data() + off_db_;
-  for (int j = 1; j < nt; ++j) {
-    const float* src = dense_dw_[j].data();
-    for (size_t k = 0; k < size_t(H) * V; ++k) gw[k] += src[k];
-  }
-  for (int v = 0; v < V; ++v) {
-    float s = 0;
-    for (int j = 0; j < nt; ++j) s += dense_db_[j].data()[v];
-    gb[v] = s;
-  }
+  SumDenseThreadGrads(nt);
 }
 
 // The clip path with legal ranges keeps every row's dlogits over its range
@@ -1718,6 +1709,13 @@ void TrainImpl::ClipRangedGrads(const Batch& batch, const float* s) {
       Gemm(true, false, H, w, n, 1.0f, xg, H, dl, nullptr, w, 1.0f, dw + lo, V);
     }
   }
+  SumDenseThreadGrads(nt);
+}
+
+// The clip path's dense gradients: thread 0 wrote dW into grads_, threads 1..nt-1 into
+// dense_dw_[j]; every thread its bias part into dense_db_[j]. Summed in thread order.
+void TrainImpl::SumDenseThreadGrads(int nt) {
+  const int H = spec_.rnn_units, V = spec_.vocab_size;
   float* gw = grads_.data() + off_dw_;
   float* gb = grads_.data() + off_db_;
   for (int j = 1; j < nt; ++j) {
