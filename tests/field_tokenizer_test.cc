@@ -47,6 +47,25 @@ std::unique_ptr<FieldTokenizer> Train(int rare_count = 1,
   return t.ok() ? std::move(*t) : nullptr;
 }
 
+// A saved tokenizer.json, parsed.
+nlohmann::json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return nlohmann::json::parse(ss.str());
+}
+
+// Both tokenizers encode every record to the same ids.
+void ExpectSameEncoding(const Tokenizer& a, const Tokenizer& b,
+                        const std::vector<std::vector<std::string>>& recs) {
+  for (const auto& r : recs) {
+    std::vector<int32_t> x, y;
+    ASSERT_TRUE(a.EncodeRecord(r, &x).ok());
+    ASSERT_TRUE(b.EncodeRecord(r, &y).ok());
+    EXPECT_EQ(x, y);
+  }
+}
+
 TEST(FieldTokenizer, TypesAndLayout) {
   auto t = Train();
   ASSERT_TRUE(t);
@@ -275,16 +294,8 @@ TEST(FieldTokenizer, FreeTextPieces) {
   auto l = LoadTokenizer(dir);
   ASSERT_TRUE(l.ok()) << l.status().message();
   EXPECT_EQ((*l)->vocab_size(), (*p)->vocab_size());
-  for (const auto& r : recs) {
-    std::vector<int32_t> a, b;
-    ASSERT_TRUE((*p)->EncodeRecord(r, &a).ok());
-    ASSERT_TRUE((*l)->EncodeRecord(r, &b).ok());
-    EXPECT_EQ(a, b);
-  }
-  std::ifstream in(dir + "/tokenizer.json");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const nlohmann::json good = nlohmann::json::parse(ss.str());
+  ExpectSameEncoding(**p, **l, recs);
+  const nlohmann::json good = ReadJson(dir + "/tokenizer.json");
   auto load = [&](auto edit) {
     nlohmann::json j = good;
     edit(j["field"]["columns"][1]);
@@ -381,16 +392,8 @@ TEST(FieldTokenizer, SaveLoadAndCorruptFiles) {
   ASSERT_TRUE(l.ok()) << l.status().message();
   EXPECT_EQ((*l)->type(), "field");
   EXPECT_EQ((*l)->vocab_size(), t->vocab_size());
-  for (const auto& r : Records()) {
-    std::vector<int32_t> a, b;
-    ASSERT_TRUE(t->EncodeRecord(r, &a).ok());
-    ASSERT_TRUE((*l)->EncodeRecord(r, &b).ok());
-    EXPECT_EQ(a, b);
-  }
-  std::ifstream in(dir + "/tokenizer.json");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const nlohmann::json good = nlohmann::json::parse(ss.str());
+  ExpectSameEncoding(*t, **l, Records());
+  const nlohmann::json good = ReadJson(dir + "/tokenizer.json");
   auto corrupt = [&](auto edit) {
     nlohmann::json j = good;
     edit(j);
