@@ -748,6 +748,17 @@ void TrainImpl::StreamCells(int l, int t, int k0, int k1) {
 #endif
 }
 
+// The threads' (or examples') statistics, summed in order.
+StepStats SumStats(const std::vector<StepStats>& parts) {
+  StepStats st;
+  for (const auto& p : parts) {
+    st.loss_sum += p.loss_sum;
+    st.correct += p.correct;
+    st.count += p.count;
+  }
+  return st;
+}
+
 // One block of ub units of the LSTM cell backward (network.h), fp32: from the gates
 // i f g o (gr [4ub]), c_{t-1} (cp), tanh(c_t) (tcr), dL/dh from above (dha, masked by mr
 // and scaled) plus the recurrent dL/dh (dhr) and the carried dL/dc (dcr, updated to
@@ -1403,13 +1414,7 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
       gb[v] = s;
     }
   }
-  StepStats st;
-  for (const auto& p : part) {
-    st.loss_sum += p.loss_sum;
-    st.correct += p.correct;
-    st.count += p.count;
-  }
-  return st;
+  return SumStats(part);
 }
 
 // Per-example dense pass for PerExampleClip: logits_b = X_b Wd + bd ([T, V],
@@ -1465,13 +1470,7 @@ StepStats TrainImpl::DenseClipNorms(const Batch& batch, float* dxd, double* norm
     for (int v = 0; v < V; ++v) n2 += double(colsum[v]) * colsum[v];
     norm2[b] += n2;
   }
-  StepStats st;
-  for (const auto& p : per) {
-    st.loss_sum += p.loss_sum;
-    st.correct += p.correct;
-    st.count += p.count;
-  }
-  return st;
+  return SumStats(per);
 }
 
 // Gradient pass of the clip path: dlogits recomputed per example, scaled by
@@ -1618,13 +1617,7 @@ StepStats TrainImpl::ClipRangedNorms(const Batch& batch, float* dxd, double* nor
     part[j] = st;
   }
   ClipRangedPairs(batch, norm2);
-  StepStats st;
-  for (const auto& p : part) {
-    st.loss_sum += p.loss_sum;
-    st.correct += p.correct;
-    st.count += p.count;
-  }
-  return st;
+  return SumStats(part);
 }
 
 // Dense part of ||g_b||^2 = ||sum_t x_t^T d_t||^2 + ||sum_t d_t||^2
