@@ -12,6 +12,7 @@
 #include <cmath>
 #include <vector>
 
+#include "batch_fixtures.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/device.h"
 #include "backend/precision.h"
@@ -108,27 +109,8 @@ TEST(LegalLoss, FiniteDifferencesOfTheSlicedLoss) {
     StepStats st = be->Step(batch, false, 0);
     return st.loss_sum / st.count;
   };
-  const float eps = 1e-2f;
-  for (const auto& t : be->layout().tensors) {
-    double num2 = 0, diff2 = 0;
-    for (size_t i = 0; i < t.size(); ++i) {
-      const size_t k = t.offset + i;
-      const float orig = w[k];
-      w[k] = orig + eps;
-      const double lp = loss();
-      w[k] = orig - eps;
-      const double lm = loss();
-      w[k] = orig;
-      const double fd = (lp - lm) / (2 * eps);
-      EXPECT_NEAR(grad[k], fd, 3e-4 + 2e-2 * std::abs(fd)) << t.name << "[" << i << "]";
-      num2 += fd * fd;
-      diff2 += (fd - grad[k]) * (fd - grad[k]);
-    }
-    EXPECT_GT(num2, 1e-8) << t.name;
-    // Relative 1e-2, with a floor for fp32 noise in small tensors (|fd| ~1e-3).
-    EXPECT_LT(std::sqrt(diff2), 1e-2 * std::sqrt(num2) + 2e-5) << t.name << " |fd| "
-                                                                << std::sqrt(num2);
-  }
+  // Relative 1e-2, with a floor for fp32 noise in small tensors (|fd| ~1e-3).
+  testing::ExpectFiniteDifferences(be->layout(), w, grad, loss, 2e-5);
   // Ids that are legal nowhere in the batch get no gradient: none here but
   // check the one-id ranges give CE 0: a batch of only <n> targets.
   Batch ends = batch;
