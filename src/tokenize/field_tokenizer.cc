@@ -263,8 +263,8 @@ void FieldTokenizer::LearnColumnRelations(const std::vector<std::vector<std::str
 }
 
 // Relations name two distinct related columns (Related); rel_of_col_ indexes them.
-Status FieldTokenizer::CheckRelations() const {
-  auto& by_col = const_cast<std::vector<std::vector<int>>&>(rel_of_col_);
+Status FieldTokenizer::CheckRelations() {
+  auto& by_col = rel_of_col_;
   by_col.assign(cols_.size(), {});
   for (size_t i = 0; i < relations_.size(); ++i) {
     const FieldRelation& r = relations_[i];
@@ -864,11 +864,13 @@ void FieldTokenizer::MaskNumeric(const Cursor& c, const Column& col, int lo,
   const int m = int(col.missing.size()), nb = NumBins(col);
   if (c.part == 0) {
     if (!bounded) return;
-    std::vector<int> out;
-    for (int b = 0; b < nb; ++b)
-      if (col.edges[size_t(b) + 1] - 1 < blo || col.edges[size_t(b)] > bhi) out.push_back(b);
-    if (int(out.size()) == nb) return;
-    for (int b : out) logits[col.base + m + b] = kNeg;
+    // The bins meeting [blo, bhi] are one run (the bins ascend): [b0, b1).
+    int b0 = 0, b1 = nb;
+    while (b0 < nb && col.edges[size_t(b0) + 1] - 1 < blo) ++b0;
+    while (b1 > b0 && col.edges[size_t(b1) - 1] > bhi) --b1;
+    if (b0 == b1) return;
+    std::fill(logits + col.base + m, logits + col.base + m + b0, kNeg);
+    std::fill(logits + col.base + m + b1, logits + col.base + m + nb, kNeg);
     return;
   }
   const int ndb = BinDigits(col, c.bin);
@@ -937,12 +939,18 @@ void FieldTokenizer::MaskDate(const Cursor& c, const Column& col, float* logits)
 }
 
 // "" when every relation holds between the fields (both numbers), else why not.
+// Each column's key is read once (a column takes part in many relations).
 std::string FieldTokenizer::CheckRelationFields(const std::vector<std::string>& fields) const {
+  if (relations_.empty()) return "";
+  std::vector<int64_t> key(cols_.size(), kNoValue);
+  for (size_t ci = 0; ci < cols_.size(); ++ci)
+    if (!rel_of_col_[ci].empty() && !RelationKey(int(ci), fields[ci], &key[ci]))
+      key[ci] = kNoValue;
   for (const FieldRelation& r : relations_) {
     const Column &a = cols_[size_t(r.lo)], &b = cols_[size_t(r.hi)];
     const std::string &va = fields[size_t(r.lo)], &vb = fields[size_t(r.hi)];
-    int64_t sa = 0, sb = 0;
-    if (!RelationKey(r.lo, va, &sa) || !RelationKey(r.hi, vb, &sb)) continue;
+    const int64_t sa = key[size_t(r.lo)], sb = key[size_t(r.hi)];
+    if (sa == kNoValue || sb == kNoValue) continue;
     if (CompareScaled(sa, KeyDecimals(a), sb, KeyDecimals(b)) > 0)
       return fmt::format("field {} '{}' = {} is greater than field {} '{}' = {} ('{}' <= '{}' "
                          "on every training row)",

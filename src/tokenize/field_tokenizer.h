@@ -249,7 +249,7 @@ class FieldTokenizer final : public Tokenizer {
   // Relations: learned in Train, checked in Finalize; the scaled bounds [*lo, *hi] that
   // the values already written put on column ci (false: none).
   void LearnColumnRelations(const std::vector<std::vector<std::string>>& records);
-  Status CheckRelations() const;
+  Status CheckRelations();  // and indexes them (rel_of_col_)
   bool RelationBounds(const Cursor& c, int ci, int64_t* lo, int64_t* hi) const;
   void MaskNumeric(const Cursor& c, const Column& col, int lo, float* logits) const;
   void MaskDate(const Cursor& c, const Column& col, float* logits) const;
