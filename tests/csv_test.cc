@@ -240,6 +240,42 @@ TEST_F(CsvTest, ParseDelimiter) {
   EXPECT_EQ(CsvReader::Open(Write("d.csv", "a\n"), opts).status().code(), Code::kInvalidArgument);
 }
 
+TEST_F(CsvTest, SniffDelimiterKeepsTheNameUnlessTheLinesSayOtherwise) {
+  // A European export: ';' between fields, ',' as the decimal mark.
+  EXPECT_EQ(SniffDelimiterOf("\xEF\xBB\xBF\"a\";\"b\";c\r\n1;2,5;x\r\n3;4,0;y\r\n", ','), ';');
+  // Commas that split every line consistently win even with ';' inside fields.
+  EXPECT_EQ(SniffDelimiterOf("a,b,c\n1;2,x;y,3\n4,5,z\n", ','), ',');
+  // Quoted fields may hold the other candidates and newlines.
+  EXPECT_EQ(SniffDelimiterOf("a;b\n\"x,y,z\";1\n\"p,\nq\";2\n", ','), ';');
+  EXPECT_EQ(SniffDelimiterOf("a\tb\tc\n1\t2\t3\n", ','), '\t');
+  EXPECT_EQ(SniffDelimiterOf("a|b\n1|2\n", ','), '|');
+  // One column, or no candidate that fits: the file name's choice stands.
+  EXPECT_EQ(SniffDelimiterOf("value\n1\n2\n", ','), ',');
+  EXPECT_EQ(SniffDelimiterOf("a;b\n1\n2\n3;4;5\n", ','), ',');  // ';' fits 0 of 3 rows
+  EXPECT_EQ(SniffDelimiterOf("", '\t'), '\t');
+  // A header alone is enough.
+  EXPECT_EQ(SniffDelimiterOf("a;b;c", ','), ';');
+  // Ragged tails below 10% do not change the choice.
+  std::string many = "a;b\n";
+  for (int i = 0; i < 30; ++i) many += "1;2\n";
+  many += "oops\n";
+  EXPECT_EQ(SniffDelimiterOf(many, ','), ';');
+}
+
+TEST_F(CsvTest, SniffDelimiterReadsFilesAndGzip) {
+  EXPECT_EQ(SniffDelimiter(Write("eu.csv", "x;y\n1,5;2\n"), ','), ';');
+  EXPECT_EQ(SniffDelimiter(Write("eu.csv.gz", Gzip("x;y\n1,5;2\n")), ','), ';');
+  EXPECT_EQ(SniffDelimiter(Write("us.csv", "x,y\n1.5,2\n"), ','), ',');
+  EXPECT_EQ(SniffDelimiter(dir_ + "/missing.csv", ','), ',');  // the reader reports it
+  // Only the head is read: a record cut at 64 KiB is not counted against ';'.
+  std::string big = "a;b\n";
+  while (big.size() < (size_t{64} << 10) + 100) big += "1;\"a long, quoted, field\"\n";
+  EXPECT_EQ(SniffDelimiter(Write("big.csv", big), ','), ';');
+  EXPECT_EQ(DelimiterName('\t'), "tab");
+  EXPECT_EQ(DelimiterName(';'), "';'");
+  EXPECT_EQ(DelimiterName('\x01'), "byte 0x01");
+}
+
 // ---------------------------------------------------------------- errors
 
 TEST_F(CsvTest, UnbalancedQuoteReportsStartLine) {

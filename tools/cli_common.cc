@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "dist/comm.h"
+#include "io/csv.h"
 
 #include "backend/device.h"
 
@@ -179,12 +180,17 @@ std::string DefaultDelimiterFromName(const std::string& input, Config* config, b
     const size_t n = std::strlen(ext);
     return name.size() > n && name.compare(name.size() - n, n, ext) == 0;
   };
-  const char* d = ends(".csv") ? "," : ends(".tsv") ? "tab" : nullptr;
-  if (d == nullptr) return "";
-  if (!config->Set("field_delimiter", d).ok()) return "";
-  return fmt::format("note: {}: read as a table with delimiter {} (from the file name); give "
+  const char by_name = ends(".csv") ? ',' : ends(".tsv") ? '\t' : '\0';
+  if (by_name == '\0') return "";
+  const char d = SniffDelimiter(input, by_name);
+  if (!config->Set("field_delimiter", d == '\t' ? "tab" : std::string(1, d)).ok()) return "";
+  const std::string why =
+      d == by_name ? "from the file name"
+                   : fmt::format("found in its first lines; the file name suggests {}",
+                                 DelimiterName(by_name));
+  return fmt::format("note: {}: read as a table with delimiter {} ({}); give "
                      "--field-delimiter to choose another{}",
-                     input, d[0] == ',' ? "','" : "tab",
+                     input, DelimiterName(d), why,
                      tables_only ? "" : ", or --field-delimiter '' to train on plain text lines");
 }
 

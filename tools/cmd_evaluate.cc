@@ -8,7 +8,7 @@ namespace ds::cli {
 void AddEvaluateCommand(CLI::App& app) {
   struct Args {
     EvaluateArgs e;
-    std::string delimiter = ",";
+    std::string delimiter;  // empty: sniffed from --real
   };
   static Args a;
   CLI::App* cmd = app.add_subcommand(
@@ -20,11 +20,16 @@ void AddEvaluateCommand(CLI::App& app) {
   cmd->add_option("--report", a.e.report_path, "write the self-contained HTML report here");
   cmd->add_option("--json", a.e.json_path, "write every score as JSON here");
   cmd->add_flag("--overwrite", a.e.overwrite, "replace an existing --report / --json file");
-  cmd->add_option("--delimiter,--field-delimiter", a.delimiter, "CSV delimiter [default: ,]");
+  cmd->add_option("--delimiter,--field-delimiter", a.delimiter,
+                  "CSV delimiter [default: found in --real's first lines (',' ';' tab '|'), else ,]");
   cmd->callback([] {
-    auto d = ParseDelimiter(a.delimiter);
-    if (!d.ok()) throw CLI::RuntimeError(Fail(d.status()));
-    a.e.delimiter = d.value();
+    if (a.delimiter.empty()) {
+      a.e.delimiter = SniffDelimiter(a.e.real_path, ',');
+    } else {
+      auto d = ParseDelimiter(a.delimiter);
+      if (!d.ok()) throw CLI::RuntimeError(Fail(d.status()));
+      a.e.delimiter = d.value();
+    }
     std::string summary;
     Status s = RunEvaluate(a.e, &summary);
     if (!s.ok()) throw CLI::RuntimeError(Fail(s));

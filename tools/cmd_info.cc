@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "generate/generate.h"
+#include "io/csv.h"
 #include "model/model_dir.h"
 #include "tabular/tabular.h"
 #include "tokenize/field_tokenizer.h"
@@ -23,12 +24,6 @@ std::string Join(const std::vector<std::string>& v) {
   std::string s;
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
   return s;
-}
-
-std::string DelimiterName(char d) {
-  if (d == '\t') return "tab";
-  if (static_cast<unsigned char>(d) < 0x20) return fmt::format("byte 0x{:02x}", d);
-  return fmt::format("'{}'", d);
 }
 
 void PrintModel(const std::string& dir, const Model& m) {

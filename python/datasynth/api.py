@@ -32,16 +32,17 @@ def _plain(v):
 
 
 def _delimiter_from_name(path: str, config: dict) -> None:
-    """A .csv / .tsv (.gz) file without field_delimiter is a table (as the CLI reads it)."""
+    """A .csv / .tsv (.gz) file without field_delimiter is a table (as the CLI reads it):
+    the name suggests ',' or tab, and the first lines can say ';' or '|' instead."""
     if "field_delimiter" in config:
         return
     name = path.lower()
     if name.endswith(".gz"):
         name = name[:-3]
     if name.endswith(".csv"):
-        config["field_delimiter"] = ","
+        config["field_delimiter"] = _core.sniff_delimiter(path, ",")
     elif name.endswith(".tsv"):
-        config["field_delimiter"] = "\t"
+        config["field_delimiter"] = _core.sniff_delimiter(path, "\t")
 
 
 def _path_schema(path: str, delimiter: str):

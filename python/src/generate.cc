@@ -6,6 +6,7 @@
 #include "config/config.h"
 #include "generate/generate.h"
 #include "generate/overrides.h"
+#include "io/csv.h"
 #include "tabular/tabular.h"
 #include "tabular_events.h"
 
@@ -165,6 +166,12 @@ void BindGenerate(nb::module_& m) {
   m.def("generate", &Generate, nb::arg("model_dir"), nb::arg("output"), nb::arg("options_json"),
         nb::arg("on_events").none());
   m.def("read_csv_columns", &ReadCsvColumns, nb::arg("path"), nb::arg("delimiter"));
+  m.def(
+      "sniff_delimiter",
+      [](const std::string& path, const std::string& preferred) {
+        return std::string(1, ds::SniffDelimiter(path, preferred.empty() ? ',' : preferred[0]));
+      },
+      nb::arg("path"), nb::arg("preferred"));
   m.def("model_info", &ModelInfo, nb::arg("dir"));
   m.def("is_tabular_model", [](const std::string& dir) { return ds::IsTabularModel(dir); });
   m.def("generate_tabular", &GenerateTabular, nb::arg("model_dir"), nb::arg("output"),

@@ -62,6 +62,17 @@ def test_csv_path_input(tmp_path):
     assert out.dtypes.to_dict() == real.dtypes.to_dict()
 
 
+def test_semicolon_csv_path_input(telco, tmp_path):
+    """A European export named .csv (';' between fields, ',' decimals) is read as the
+    CLI reads it: the delimiter found in its first lines."""
+    path = tmp_path / "eu.csv"
+    telco.head(300).to_csv(path, sep=";", decimal=",", index=False)
+    m = datasynth.train(str(path), tmp_path / "eu", progress=False, **TINY)
+    assert m.info["config"]["field_delimiter"] == ";"
+    out = m.generate(10, seed=1)
+    assert list(out.columns) == list(telco.columns)
+
+
 def test_tabular_model_with_seeds(telco, tmp_path):
     m = datasynth.train(telco, tmp_path / "tab", tabular=True, tabular_batch_size=10,
                         progress=False, **TINY)

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
 #include "util/utf8.h"
 
 namespace ds {
@@ -298,6 +300,79 @@ Status ValidateHeader(const std::vector<std::string>& header, const std::string&
     }
   }
   return Status::Ok();
+}
+
+namespace {
+
+// Field counts of the complete records in sample (the last, unterminated one dropped
+// unless the sample is the whole input), with delimiter d; quotes as the reader does.
+std::vector<size_t> SampleFieldCounts(std::string_view sample, char d, bool whole,
+                                      size_t max_records) {
+  std::vector<size_t> counts;
+  size_t fields = 1;
+  bool quoted = false, any = false;
+  for (size_t i = 0; i < sample.size() && counts.size() < max_records; ++i) {
+    const char c = sample[i];
+    if (quoted) {
+      if (c == '"') quoted = false;  // a doubled quote re-enters at the next '"'
+      continue;
+    }
+    if (c == '"') {
+      quoted = true;
+    } else if (c == d) {
+      ++fields;
+    } else if (c == '\n' || c == '\r') {
+      if (any || fields > 1) counts.push_back(fields);  // blank lines are skipped
+      fields = 1;
+      any = false;
+      continue;
+    }
+    any = true;
+  }
+  if (whole && !quoted && (any || fields > 1) && counts.size() < max_records)
+    counts.push_back(fields);
+  return counts;
+}
+
+bool DelimiterFits(std::string_view sample, char d, bool whole) {
+  const std::vector<size_t> n = SampleFieldCounts(sample, d, whole, 50);
+  if (n.empty() || n[0] < 2) return false;
+  if (n.size() == 1) return true;
+  const size_t same = static_cast<size_t>(std::count(n.begin() + 1, n.end(), n[0]));
+  return same * 10 >= (n.size() - 1) * 9;
+}
+
+char SniffSample(std::string_view sample, char preferred, bool whole) {
+  if (sample.substr(0, 3) == "\xEF\xBB\xBF") sample.remove_prefix(3);
+  if (DelimiterFits(sample, preferred, whole)) return preferred;
+  for (char d : {',', '\t', ';', '|'}) {
+    if (d != preferred && DelimiterFits(sample, d, whole)) return d;
+  }
+  return preferred;
+}
+
+}  // namespace
+
+std::string DelimiterName(char d) {
+  if (d == '\t') return "tab";
+  if (static_cast<unsigned char>(d) < 0x20) return fmt::format("byte 0x{:02x}", d);
+  return fmt::format("'{}'", d);
+}
+
+char SniffDelimiterOf(std::string_view sample, char preferred) {
+  return SniffSample(sample, preferred, true);
+}
+
+char SniffDelimiter(const std::string& path, char preferred) {
+  if (path == "-") return preferred;  // a stream is read once, by the reader
+  Result<std::unique_ptr<InputStream>> in = InputStream::Open(path);
+  if (!in.ok()) return preferred;
+  std::string sample(size_t{64} << 10, '\0');
+  Result<size_t> n = in.value()->ReadFull(sample.data(), sample.size());
+  if (!n.ok()) return preferred;
+  const bool whole = n.value() < sample.size();
+  sample.resize(n.value());
+  return SniffSample(sample, preferred, whole);
 }
 
 Result<char> ParseDelimiter(std::string_view s) {

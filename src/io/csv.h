@@ -129,6 +129,21 @@ Status ValidateHeader(const std::vector<std::string>& header, const std::string&
 // "semicolon", "pipe", "space" (case-insensitive). kInvalidArgument otherwise.
 Result<char> ParseDelimiter(std::string_view s);
 
+// A delimiter for messages: "tab", "byte 0x01" for other control bytes, else "';'".
+std::string DelimiterName(char d);
+
+// The delimiter the first lines of a table support, for a file whose name suggests
+// `preferred` (',' for .csv, tab for .tsv). Reads at most the first 64 KiB (gzip
+// decoded) and counts fields per record for ',', tab, ';' and '|', honouring quotes
+// (a quoted field may hold delimiters and newlines). A candidate fits when the header
+// has at least 2 fields and at least 90% of the (complete) data records in the sample
+// have as many. Returns `preferred` when it fits, when no other candidate fits, or when
+// the file cannot be read (the reader reports that error later); otherwise the first
+// fitting one of ',', tab, ';', '|'. A European export (`a;b;1,5`) named .csv gives ';'.
+char SniffDelimiter(const std::string& path, char preferred);
+// The same over text already in memory (a leading UTF-8 BOM is skipped).
+char SniffDelimiterOf(std::string_view sample, char preferred);
+
 // Appends one record and "\n". A field is quoted exactly when it contains the
 // delimiter, '"', CR or LF (quotes doubled), or starts with a UTF-8 BOM; plus the
 // single-empty-field record, written '""' so it is not read back as a blank line.
