@@ -297,6 +297,10 @@ TEST_F(CsvTest, InvalidUtf8NamesFieldAndColumn) {
   ExpectMessage(s, Code::kInvalidInput, {"u2.csv:2:", "field 2 'name'", "invalid UTF-8"});
   s = ReadError(Write("u3.csv", "id,n\xC0\x80me\n1,2\n"));  // overlong in the header
   ExpectMessage(s, Code::kInvalidInput, {"u3.csv:1:", "field 2", "invalid UTF-8"});
+  // Latin-1 text: the byte and how to convert the file.
+  s = ReadError(Write("l1.csv", "id,city\n1,K\xF6ln\n"));
+  ExpectMessage(s, Code::kInvalidInput,
+                {"l1.csv:2:", "field 2 'city'", "byte 1 of the field (byte 0xf6:", "iconv -f cp1252"});
 }
 
 TEST_F(CsvTest, NulBytesRejected) {

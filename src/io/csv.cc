@@ -112,8 +112,8 @@ Status CsvReader::CheckField(const std::string& f, size_t index, int64_t line, b
   if (f.size() > opts_.max_field_bytes) return TooLong(index, line, is_header);
   size_t bad = 0;
   if (!ascii && !IsValidUtf8(f, &bad)) {
-    return DS_ERR(kInvalidInput, "{}:{}: {}: invalid UTF-8 at byte {} of the field", path(), line,
-                  FieldRef(index, is_header), bad);
+    return DS_ERR(kInvalidInput, "{}:{}: {}: invalid UTF-8 at byte {} of the field{}", path(), line,
+                  FieldRef(index, is_header), bad, InvalidUtf8Hint(f, bad));
   }
   return Status::Ok();
 }

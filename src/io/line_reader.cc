@@ -66,7 +66,8 @@ Result<bool> LineReader::Next(std::string* line) {
   size_t bad = 0;
   if (!IsValidUtf8(*line, &bad)) {
     return Fail(
-        DS_ERR(kInvalidInput, "{}:{}: invalid UTF-8 at byte {} of the line", path(), line_, bad));
+        DS_ERR(kInvalidInput, "{}:{}: invalid UTF-8 at byte {} of the line{}", path(), line_,
+               bad, InvalidUtf8Hint(*line, bad)));
   }
   return true;
 }

@@ -1,6 +1,6 @@
 #include "util/utf8.h"
 
-#include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <cstdint>
 #include <cstring>
@@ -206,6 +206,13 @@ std::vector<std::string> SplitCodePoints(std::string_view s, bool* ok) {
     out.emplace_back(s.substr(at, pos - at));
   }
   return out;
+}
+
+std::string InvalidUtf8Hint(std::string_view s, size_t bad) {
+  if (bad >= s.size()) return "";
+  return fmt::format(" (byte 0x{:02x}: if the file is Latin-1 or Windows-1252, convert it to UTF-8 "
+                     "first, e.g. iconv -f cp1252 -t utf-8)",
+                     static_cast<unsigned char>(s[bad]));
 }
 
 }  // namespace ds

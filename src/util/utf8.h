@@ -31,6 +31,12 @@ inline constexpr char32_t kReplacementChar = 0xFFFD;
 // offset of the first byte of the first ill-formed sequence.
 bool IsValidUtf8(std::string_view s, size_t* bad_offset = nullptr);
 
+// The tail of an "invalid UTF-8" message for s[bad] (bad from IsValidUtf8): the byte in
+// hex and, since such bytes are most often Latin-1 / Windows-1252 text, how to convert:
+// " (byte 0xf6: if the file is Latin-1 or Windows-1252, convert it to UTF-8 first, e.g.
+// iconv -f cp1252 -t utf-8)".
+std::string InvalidUtf8Hint(std::string_view s, size_t bad);
+
 // True when every byte is < 0x80 (pure ASCII, hence valid UTF-8). Word-at-a-time.
 bool IsAscii(std::string_view s);
 
