@@ -6,8 +6,11 @@
 #          core, 102 steps per epoch; 3 epochs: a few minutes of work)
 #   field  the field tokenizer's defaults: 1 x LSTM 128 (a few ms per step;
 #          the fixed costs of a rank weigh most here)
+#   job    the whole default job (the field defaults, early stopping on: each
+#          run trains the epochs it takes; records/s over those epochs, CPU
+#          per epoch); not in the default set
 #
-#   bench/scale.sh [-s|--short] [--workload char|field|both] [--repeats N] [--data telco_churn.csv]
+#   bench/scale.sh [-s|--short] [--workload char|field|job|both] [--repeats N] [--data telco_churn.csv]
 #
 # -s, --short: 1 epoch of char and 3 of field, 1 repeat (about 3 minutes on an
 # idle machine); default: 3 epochs of char, 10 of field, 3 repeats.
@@ -62,12 +65,14 @@ args() {  # WORKLOAD: its training arguments
           echo --tokenizer char --num-layers 2 --rnn-units 256 --embedding-dim 256 \
                --batch-size 64 --seq-length 100 --epochs $epochs ;;
     field) epochs=$((SHORT ? 3 : 10)); echo --epochs $epochs ${FIELD_ARGS:-} ;;
+    job) echo ${FIELD_ARGS:-} ;;
   esac
 }
-epochs_of() { args "$1" | grep -o -- '--epochs [0-9]*' | cut -d' ' -f2; }
+epochs_of() { args "$1" | grep -o -- '--epochs [0-9]*' | cut -d' ' -f2; }  # none for job
 
-run() {  # WORKLOAD NAME: one run; appends "WORKLOAD NAME wall cpu load" to $W/results
-  local wl=$1 name=$2 m="$W/m_$1_$2" cmd
+run() {  # WORKLOAD NAME: one run; appends "WORKLOAD NAME wall cpu load epochs" to $W/results
+  local wl=$1 name=$2 m="$W/m_$1_$2" cmd es=(--early-stopping false)
+  [ "$wl" = job ] && es=()
   case $name in
     one) cmd=(taskset -c 1 "$DS" train) ;;
     mpi1) cmd=(mpirun -n 1 --bind-to core "$DS" train) ;;
@@ -78,15 +83,16 @@ run() {  # WORKLOAD NAME: one run; appends "WORKLOAD NAME wall cpu load" to $W/r
   load=$(cut -d' ' -f1 /proc/loadavg)
   # shellcheck disable=SC2046
   /usr/bin/time -f "%e %U %S" -o "$W/time" "${cmd[@]}" $(args "$wl") --input "$W/tr.csv" \
-    --field-delimiter , --seed 7 --threads 1 --early-stopping false --overwrite \
+    --field-delimiter , --seed 7 --threads 1 "${es[@]}" --overwrite \
     --model-dir "$m" 2>"$W/log" >/dev/null || { tail -5 "$W/log" >&2; exit 1; }
   local wall user sys cpu
   read -r wall user sys < "$W/time"
   cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')
-  echo "$wl $name $wall $cpu $load" >> "$W/results"
+  local ep=$(($(wc -l < "$m/model_history.csv") - 1))  # the epochs trained
+  echo "$wl $name $wall $cpu $load $ep" >> "$W/results"
   grep -h "^network:\|^mpi profile" "$W/log" | sed "s/^/$wl $name /" >> "$W/lines"
-  printf '%-5s %-6s wall %7.2fs  cpu %7.2fs  %7.1f records/s  (load %s)\n' "$wl" "$name" "$wall" \
-    "$cpu" "$(awk -v n="$RECORDS" -v e="$(epochs_of "$wl")" -v w="$wall" 'BEGIN { print n * e / w }')" "$load"
+  printf '%-5s %-6s wall %7.2fs  cpu %7.2fs  %3d epochs  %7.1f records/s  (load %s)\n' "$wl" "$name" \
+    "$wall" "$cpu" "$ep" "$(awk -v n="$RECORDS" -v e="$ep" -v w="$wall" 'BEGIN { print n * e / w }')" "$load"
 }
 
 /usr/bin/time -f "%e" -o "$W/start" mpirun -n 2 true
@@ -108,6 +114,12 @@ PHASES = ("setup", "validation", "shard steps", "fixed point", "wait", "allreduc
 def med(wl, name, i):
     return statistics.median(float(r[i]) for r in rows if r[0] == wl and r[1] == name)
 
+def rate(wl, name):  # median records/s (wall clock) over the epochs each run trained
+    return statistics.median(records * int(r[5]) / float(r[2]) for r in rows if r[0] == wl and r[1] == name)
+
+def cpu_epoch(wl, name):  # median CPU seconds per epoch
+    return statistics.median(float(r[3]) / int(r[5]) for r in rows if r[0] == wl and r[1] == name)
+
 def phases(wl, name, rank):  # {phase: (median wall, median cpu)} from the "mpi profile" lines
     got = {}
     for l in lines:
@@ -127,19 +139,22 @@ def phases(wl, name, rank):  # {phase: (median wall, median cpu)} from the "mpi 
             for p, v in got.items()}
 
 for wl in epochs:
+    if not epochs[wl]:  # job: the epochs of the one-process runs (they vary per run)
+        epochs[wl] = str(round(med(wl, "one", 5)))
     n = records * int(epochs[wl])
     net = next(l for l in lines if l.startswith(f"{wl} one network:"))
     params = float(re.search(r"([0-9.]+)M parameters", net).group(1)) * 1e6
-    steps = int(re.search(r"(\d+) steps per epoch", net).group(1)) * int(epochs[wl])
+    per_epoch = int(re.search(r"(\d+) steps per epoch", net).group(1))
+    steps = per_epoch * int(epochs[wl])
     print(f"\n== {wl}: {records} records x {epochs[wl]} epochs, {params / 1e6:.2f}M parameters, "
           f"{steps} steps; medians of {sum(r[0] == wl and r[1] == 'one' for r in rows)} runs each")
     for name in ("one", "mpi1", "mpi2", "mpi2s2"):
         print(f"  {name:6s} wall {med(wl, name, 2):7.2f}s  cpu {med(wl, name, 3):7.2f}s  "
-              f"{n / med(wl, name, 2):8.1f} records/s  {n / med(wl, name, 3):8.1f} records per cpu-second  "
-              f"(load {med(wl, name, 4):.1f})")
+              f"{med(wl, name, 5):3.0f} epochs  {rate(wl, name):8.1f} records/s  "
+              f"{records / cpu_epoch(wl, name):8.1f} records per cpu-second  (load {med(wl, name, 4):.1f})")
     for name, label in (("mpi2", "mpi_shards 4"), ("mpi2s2", "mpi_shards 2")):
-        w = med(wl, "one", 2) / med(wl, name, 2)
-        c = 2 * med(wl, "one", 3) / med(wl, name, 3)
+        w = rate(wl, name) / rate(wl, "one")
+        c = 2 * cpu_epoch(wl, "one") / cpu_epoch(wl, name)
         print(f"  speed-up 1 -> 2 ranks ({label}): wall clock {w:.2f}x, cpu time {c:.2f}x; "
               f"bar 1.7x by wall clock: {'met' if w >= 1.7 else 'NOT met'}")
     for name in ("mpi1", "mpi2", "mpi2s2"):
@@ -159,8 +174,9 @@ for wl in epochs:
     # 2 log2 N alpha) + the local fixed-point work; the optimizer (1/N of the
     # weights per rank) counts as compute, nothing overlaps.
     ph = phases(wl, "mpi1", 0)
-    t_s, t_o = ph["shard steps"][0] / steps, ph["optimizer"][0] / steps
-    t_q = ph["fixed point"][0] / steps
+    steps1 = per_epoch * med(wl, "mpi1", 5)  # mpi1's steps (job: its own epochs)
+    t_s, t_o = ph["shard steps"][0] / steps1, ph["optimizer"][0] / steps1
+    t_q = ph["fixed point"][0] / steps1
     S = 12 * params
     print(f"  cost model inputs (mpi1, wall per step): shard steps {1e3 * t_s:.2f} ms, optimizer "
           f"{1e3 * t_o:.2f} ms (/N), fixed point {1e3 * t_q:.2f} ms, {S / 1e6:.1f} MB per "

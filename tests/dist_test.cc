@@ -129,6 +129,22 @@ TEST(ExactSum, SliceBatch) {
   EXPECT_EQ(p.inputs, (std::vector<int32_t>{3, 4, 5, 6}));
   EXPECT_EQ(p.targets, (std::vector<int32_t>{9, 10, 11, 12}));
   EXPECT_TRUE(p.weights.empty());
+  EXPECT_TRUE(p.legal_lo.empty());
+  // Weights and each target's legal ids (the field tokenizer's loss over
+  // legal ids) go with their rows: without them a shard's softmax runs over
+  // the whole vocabulary, another loss than one process's.
+  b.weights = {1, 1, 0.5f, 1, 0, 1};
+  b.legal_lo = {0, 1, 2, 3, 4, 5};
+  b.legal_hi = {10, 11, 12, 13, 14, 15};
+  dist::SliceBatch(b, 0, 1, &p);
+  EXPECT_EQ(p.inputs, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(p.weights, (std::vector<float>{1, 1}));
+  EXPECT_EQ(p.legal_lo, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(p.legal_hi, (std::vector<int32_t>{10, 11}));
+  dist::SliceBatch(b, 1, 3, &p);
+  EXPECT_EQ(p.weights, (std::vector<float>{0.5f, 1, 0, 1}));
+  EXPECT_EQ(p.legal_lo, (std::vector<int32_t>{2, 3, 4, 5}));
+  EXPECT_EQ(p.legal_hi, (std::vector<int32_t>{12, 13, 14, 15}));
 }
 
 // A rank's part of a generation: exactly the attempts [first, end), finished

@@ -38,6 +38,23 @@ DATASYNTH_MPI_SHM=0 "${MPIRUN[@]}" -n 2 "$DS" train "${ARGS[@]}" --model-dir "$T
 cmp -s "$(weights "$TMP/m2")" "$(weights "$TMP/m2mpi")" &&
   pass "sharded (shared memory) and whole (MPI allreduce) optimizer: the same weights" ||
   fail "sharded vs whole optimizer differ"
+# Without dropout (the shards draw their own masks) the shard path is a plain
+# run up to float rounding: the same loss (over each target's legal ids, as
+# one process computes it; a shard that lost its legal ids trained and
+# reported the whole vocabulary's softmax).
+ONE=(--input "$TMP/t.csv" --field-delimiter , --epochs 1 --embedding-dim 16 --rnn-units 24
+     --batch-size 8 --seed 3 --early-stopping=false --threads 1 --dropout-rate 0)
+"$DS" train "${ONE[@]}" --model-dir "$TMP/plain0" >/dev/null 2>&1 ||
+  fail "plain run without dropout"
+"${MPIRUN[@]}" -n 2 "$DS" train "${ONE[@]}" --model-dir "$TMP/mpi0" >/dev/null 2>&1 || fail "mpirun -n 2 without dropout"
+python3 - "$TMP/plain0/model_history.csv" "$TMP/mpi0/model_history.csv" <<'PY' &&
+import csv, sys
+a, b = (next(csv.DictReader(open(p))) for p in sys.argv[1:3])
+print({k: (a[k], b[k]) for k in ("loss", "val_loss")})
+sys.exit(0 if all(abs(float(a[k]) - float(b[k])) < 1e-3 * float(a[k]) for k in ("loss", "val_loss")) else 1)
+PY
+  pass "without dropout: the loss of a plain run (legal ids in every shard)" ||
+  fail "mpirun's loss differs from a plain run's"
 
 # Killed after epoch 1 on 3 ranks (sharded), resumed on 1, and on 2: the
 # uninterrupted weights (the checkpoint's state must be every slice's).

@@ -212,12 +212,19 @@ void SliceBatch(const Batch& b, int lo, int hi, Batch* out) {
   const size_t t = size_t(b.steps), a = size_t(lo) * t, e = size_t(hi) * t;
   out->batch = hi - lo;
   out->steps = b.steps;
-  out->inputs.assign(b.inputs.begin() + long(a), b.inputs.begin() + long(e));
-  out->targets.assign(b.targets.begin() + long(a), b.targets.begin() + long(e));
-  if (b.weights.empty())
-    out->weights.clear();
-  else
-    out->weights.assign(b.weights.begin() + long(a), b.weights.begin() + long(e));
+  auto rows = [&](const auto& src, auto* dst) {  // [B, T] arrays; empty stays empty
+    if (src.empty())
+      dst->clear();
+    else
+      dst->assign(src.begin() + long(a), src.begin() + long(e));
+  };
+  rows(b.inputs, &out->inputs);
+  rows(b.targets, &out->targets);
+  rows(b.weights, &out->weights);
+  // Each target's legal ids (the field tokenizer's loss over legal ids):
+  // without them a shard's softmax would run over the whole vocabulary.
+  rows(b.legal_lo, &out->legal_lo);
+  rows(b.legal_hi, &out->legal_hi);
 }
 
 // Every shard's statistics on every rank (the others' entries are zeros, so

@@ -178,7 +178,7 @@ Status CheckSame(const std::vector<int64_t>& values, const std::string& what);
 // each, starting on multiples of 16 floats (a cache line).
 size_t SliceBegin(size_t n, int r, int ranks);
 
-// Rows [lo, hi) of a batch.
+// Rows [lo, hi) of a batch (every [B, T] array: inputs, targets, weights, legal ids).
 void SliceBatch(const Batch& b, int lo, int hi, Batch* out);
 
 }  // namespace ds::dist
