@@ -79,6 +79,7 @@ TEST(BackendModuleTest, SearchPathStartsNextToTheBinary) {
 // Through the process-wide load (once per process, hence in a child): the
 // registry and the device probe both report the refused module.
 TEST(BackendModuleTest, RegistryReportsARefusedModule) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
         setenv("DATASYNTH_CUDA_MODULE", Fake("abi").c_str(), 1);

@@ -57,11 +57,11 @@ NcclComm* SharedNccl(std::string* why) {
   if (!env || std::string(env) != "1") return nullptr;
   if (!tried) {
     tried = true;
-    Result<const NcclOps*> ops = Ops();
-    const int devices = ops.ok() ? (*ops)->device_count() : 0;
-    if (!ops.ok()) {
+    if (!CudaDriverHasDevice(&error)) {
+      // No driver or no GPU (`error` says which): the module is not loaded.
+    } else if (Result<const NcclOps*> ops = Ops(); !ops.ok()) {
       error = ops.status().message();
-    } else if (devices == 0) {
+    } else if (const int devices = (*ops)->device_count(); devices == 0) {
       error = "no GPU";
     } else {
       // One GPU per rank: the local rank picks its device.
