@@ -47,7 +47,7 @@ if [ $GPU -eq 0 ]; then
   out=$("$DS" train --input "$TMP/t.csv" --field-delimiter , --model-dir "$TMP/mc" --device cuda \
         "${SMALL[@]}" 2>&1 >/dev/null); rc=$?
   err=$(grep "error:" <<<"$out")
-  if [ -e "$MODULE" ]; then want="no CUDA driver|the CUDA driver"; else want="built without CUDA"; fi
+  if [ -e "$MODULE" ]; then want="no CUDA driver|the CUDA driver"; else want="this datasynth was built without CUDA"; fi
   if [ $rc -ne 0 ] && [ "$(grep -c . <<<"$err")" -eq 1 ] \
       && grep -Eq "datasynth: error: --device cuda: no usable GPU: ($want)" <<<"$err"; then
     pass "--device cuda without a GPU: one error naming why ($err)"
