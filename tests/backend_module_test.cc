@@ -3,8 +3,6 @@
 // file and both builds; the search path and its environment override; the
 // registry's error when the CUDA module cannot be loaded. The fake modules
 // are built from tests/fake_backend_module.c (CMakeLists.txt).
-#include "backend/module.h"
-
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -13,6 +11,7 @@
 #include <string>
 
 #include "backend/device.h"
+#include "backend/module.h"
 #include "backend/registry.h"
 
 namespace ds {
@@ -71,7 +70,8 @@ TEST(BackendModuleTest, SearchPathStartsNextToTheBinary) {
   EXPECT_EQ(ModuleSearchPath(DeviceKind::kCuda), std::vector<std::string>{"/nonexistent/x.so"});
   auto found = FindBackendModule(DeviceKind::kCuda);
   ASSERT_FALSE(found.ok());
-  EXPECT_TRUE(Contains(found.status().message(), "DATASYNTH_CUDA_MODULE=/nonexistent/x.so: no such file"))
+  EXPECT_TRUE(
+      Contains(found.status().message(), "DATASYNTH_CUDA_MODULE=/nonexistent/x.so: no such file"))
       << found.status().message();
   unsetenv("DATASYNTH_CUDA_MODULE");
 }

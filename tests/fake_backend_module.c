@@ -19,7 +19,8 @@ static const struct FakeModuleHead kHead = {1u, "0.0.0-otherbuild", "cuda"};
 #endif
 
 #if defined(FAKE_abi) || defined(FAKE_build)
-__attribute__((visibility("default"))) const struct FakeModuleHead* datasynth_backend_module_v1(void) {
+__attribute__((visibility("default"))) const struct FakeModuleHead* datasynth_backend_module_v1(
+    void) {
   return &kHead;
 }
 #else

@@ -28,8 +28,7 @@ std::string DirOf(const std::string& file) {
 // The directory of the executable or shared object that holds this code.
 std::string OwnDir() {
   Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&FindBackendModule), &info) == 0 || !info.dli_fname)
-    return "";
+  if (dladdr(reinterpret_cast<void*>(&FindBackendModule), &info) == 0 || !info.dli_fname) return "";
   return DirOf(info.dli_fname);
 }
 
@@ -92,8 +91,7 @@ Result<std::string> FindBackendModule(DeviceKind device) {
     if (fs::is_regular_file(f, ec)) return f;
     looked += (looked.empty() ? "" : ", ") + f;
   }
-  if (overridden)
-    return DS_ERR(kUnavailable, "{}={}: no such file", ModuleEnvVar(device), env);
+  if (overridden) return DS_ERR(kUnavailable, "{}={}: no such file", ModuleEnvVar(device), env);
   return DS_ERR(kUnavailable,
                 "the {} backend module {} is not installed (looked for {}; set {} to its path)",
                 DeviceKindName(device), ModuleFileName(device), looked, ModuleEnvVar(device));

@@ -69,7 +69,8 @@ std::vector<BackendEntry> BackendRegistry() {
 }
 
 const BackendEntry* FindBackend(Architecture architecture, DeviceKind device) {
-  if (device != DeviceKind::kCpu) (void)LoadBackendModule(device);  // once; errors: BackendAvailable
+  if (device != DeviceKind::kCpu)
+    (void)LoadBackendModule(device);  // once; errors: BackendAvailable
   return Find(architecture, device);
 }
 

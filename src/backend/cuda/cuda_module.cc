@@ -3,11 +3,10 @@
 // services of backend/device.h and src/dist/nccl.cc. Linked only into
 // libdatasynth_cuda.so, whose only exported symbol is DS_BACKEND_MODULE_ENTRY
 // (cuda_module.map).
-#include "backend/module.h"
-
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_memory.h"
 #include "backend/cuda/nccl_ops.h"
+#include "backend/module.h"
 
 #ifndef DS_BUILD_ID
 #error "DS_BUILD_ID must be defined for backend/cuda/cuda_module.cc (CMakeLists.txt)"
@@ -47,14 +46,21 @@ Result<DeviceMemory> Memory(int device) {
 }
 
 const BackendModule kModule = {
-    kBackendModuleAbi, DS_BUILD_ID,        "cuda",
-    DeviceKind::kCuda, AddBackends,        cuda::ProbeDevice,
-    Memory,            CudaAllocatorStats, cuda::NcclOpsOrNull(),
+    .abi = kBackendModuleAbi,
+    .build_id = DS_BUILD_ID,
+    .name = "cuda",
+    .device = DeviceKind::kCuda,
+    .add_backends = AddBackends,
+    .probe = cuda::ProbeDevice,
+    .memory = Memory,
+    .allocator_stats = CudaAllocatorStats,
+    .nccl = cuda::NcclOpsOrNull(),
 };
 
 }  // namespace
 }  // namespace ds
 
-extern "C" __attribute__((visibility("default"))) const ds::BackendModule* DS_BACKEND_MODULE_ENTRY() {
+extern "C" __attribute__((visibility("default"))) const ds::BackendModule*
+DS_BACKEND_MODULE_ENTRY() {
   return &ds::kModule;
 }
