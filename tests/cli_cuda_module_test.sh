@@ -17,6 +17,13 @@ needed=$(readelf -d "$DS" | grep NEEDED)
 grep -Eq "$CUDA_LIBS" <<<"$needed" && fail "the binary links CUDA: $(grep -E "$CUDA_LIBS" <<<"$needed")" \
   || pass "the binary's NEEDED entries name no CUDA library"
 
+# The module exports one symbol, the versioned entry point (backend/module.h).
+if [ -e "$MODULE" ]; then
+  syms=$(nm -D --defined-only "$MODULE" | awk '{print $3}' | grep -v '^$')
+  [ "$syms" = "datasynth_backend_module_v1" ] && pass "the module exports only datasynth_backend_module_v1" \
+    || fail "the module exports: $(tr '\n' ' ' <<<"$syms")"
+fi
+
 # loaded LOG: the libraries a process opened, from its LD_DEBUG=files log.
 loaded() { grep -oE "file=[^ ]+" "$1" | sed 's/^file=//' | sort -u; }
 
