@@ -1,6 +1,7 @@
 #include "backend/module.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -25,11 +26,18 @@ std::string DirOf(const std::string& file) {
   return p.parent_path().string();
 }
 
-// The directory of the executable or shared object that holds this code.
+// The directory of the shared object that holds this code (the Python
+// package's _core module), or "" inside the executable (ExeDir covers it:
+// dladdr's name for the executable is argv[0], which may be relative to the
+// working directory, a directory never searched).
 std::string OwnDir() {
   Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&FindBackendModule), &info) == 0 || !info.dli_fname) return "";
-  return DirOf(info.dli_fname);
+  struct link_map* map = nullptr;
+  if (dladdr1(reinterpret_cast<void*>(&FindBackendModule), &info, reinterpret_cast<void**>(&map),
+              RTLD_DL_LINKMAP) == 0 ||
+      map == nullptr || map->l_name == nullptr || map->l_name[0] != '/')
+    return "";
+  return DirOf(map->l_name);
 }
 
 std::string ExeDir() {

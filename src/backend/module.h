@@ -18,9 +18,9 @@
 //
 // Where a module is looked for (FindBackendModule), first hit wins:
 //   1. $DATASYNTH_CUDA_MODULE (a file; only this when set)
-//   2. the directory of the binary or shared object holding this code (the
-//      datasynth executable, a test, or the Python package's _core module)
-//   3. the directory of /proc/self/exe
+//   2. the directory of the shared object holding this code (the Python
+//      package's _core module; skipped inside an executable)
+//   3. the directory of /proc/self/exe (the datasynth binary, a test)
 //   4. <that directory>/../lib/datasynth (the install layout)
 //   5. the configured install directory (DS_MODULE_INSTALL_DIR)
 // Loading happens once per process (LoadBackendModule); a failure is
