@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # GPU check: ONE script to run on a machine with an NVIDIA GPU (CUDA 13,
 # CMake, ninja, a C++ compiler, optionally PyTorch with CUDA). It configures a
-# CUDA build, runs the GPU tests (allocator_test, backend_test) and the
+# CUDA build (the binary and the CUDA module libdatasynth_cuda.so, in
+# $BUILD_DIR), runs the GPU tests (allocator_test, backend_test,
+# backend_module_test, cli_device_test, cli_cuda_module_test) and the
 # GPU benchmark (bench/gpu_bench.cc, plus PyTorch's cuDNN LSTM measured in the
 # same run), and writes everything to $OUT (default out/gpu_check). It never
 # installs anything and needs no network. Budget: under 8 minutes.
