@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # GPU check: ONE script to run on a machine with an NVIDIA GPU (CUDA 13,
 # CMake, ninja, a C++ compiler, optionally PyTorch with CUDA). It configures a
-# CUDA build, runs the GPU tests (allocator_test, backend_test) and the
+# CUDA build (the binary and the CUDA module libdatasynth_cuda.so, in
+# $BUILD_DIR), runs the GPU tests (allocator_test, backend_test,
+# backend_module_test, cli_device_test, cli_cuda_module_test) and the
 # GPU benchmark (bench/gpu_bench.cc, plus PyTorch's cuDNN LSTM measured in the
 # same run), and writes everything to $OUT (default out/gpu_check). It never
 # installs anything and needs no network. Budget: under 8 minutes.
@@ -177,16 +179,24 @@ if ! timeout 120 cmake -S . -B "$BUILD_DIR" "$GEN" -DCMAKE_BUILD_TYPE=Release -D
   tail -25 "$OUT/build.log" | tee -a "$SUMMARY"
   finish 3
 fi
-TARGETS=(allocator_test backend_test gpu_bench datasynth)
+# datasynth_cuda: the CUDA backend module (src/backend/module.h), which the
+# binary, the tests and gpu_bench load from $BUILD_DIR (next to them).
+TARGETS=(allocator_test backend_test backend_module_test gpu_bench datasynth datasynth_cuda)
 if ! timeout 300 cmake --build "$BUILD_DIR" -j"$JOBS" --target "${TARGETS[@]}" >> "$OUT/build.log" 2>&1; then
   note "build FAILED (errors from $OUT/build.log):"
   grep -E "error|undefined reference" "$OUT/build.log" | head -25 | tee -a "$SUMMARY"
   finish 3
 fi
 note "build: ok ($(( $(date +%s) - T0 ))s elapsed)"
+if [ -f "$BUILD_DIR/libdatasynth_cuda.so" ]; then
+  note "cuda module: $BUILD_DIR/libdatasynth_cuda.so ($(du -h "$BUILD_DIR/libdatasynth_cuda.so" | cut -f1))"
+else
+  note "cuda module: $BUILD_DIR/libdatasynth_cuda.so MISSING"
+  failures+=("cuda module")
+fi
 
 # ---- 4. tests ------------------------------------------------------------------
-for t in allocator_test backend_test; do
+for t in allocator_test backend_test backend_module_test; do
   step "test $t"
   timeout 180 "$BUILD_DIR/$t" --gtest_output="xml:$OUT/$t.xml" > "$OUT/$t.txt" 2>&1
   rc=$?
@@ -201,14 +211,18 @@ for t in allocator_test backend_test; do
     failures+=("$t")
   fi
 done
-step "test cli_device_test (train/generate --device cuda through the CLI)"
-if timeout 120 bash tests/cli_device_test.sh "$BUILD_DIR/datasynth" "$PWD" > "$OUT/cli_device_test.txt" 2>&1; then
-  note "cli_device_test: $(tail -1 "$OUT/cli_device_test.txt")"
-else
-  note "cli_device_test: FAILED"
-  grep FAIL "$OUT/cli_device_test.txt" | head -10 | sed 's/^/  /' | tee -a "$SUMMARY"
-  failures+=("cli_device_test")
-fi
+# cli_device_test: train/generate --device cuda through the CLI;
+# cli_cuda_module_test: --device cuda loads the module, --device cpu loads no CUDA library.
+for t in cli_device_test cli_cuda_module_test; do
+  step "test $t"
+  if timeout 120 bash "tests/$t.sh" "$BUILD_DIR/datasynth" "$PWD" > "$OUT/$t.txt" 2>&1; then
+    note "$t: $(tail -1 "$OUT/$t.txt")"
+  else
+    note "$t: FAILED"
+    grep FAIL "$OUT/$t.txt" | head -10 | sed 's/^/  /' | tee -a "$SUMMARY"
+    failures+=("$t")
+  fi
+done
 
 # ---- 5. benchmarks -----------------------------------------------------------------
 bench() {  # name timeout args...

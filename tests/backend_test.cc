@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backend/device.h"
+#include "backend/module.h"
 #include "backend/registry.h"
 #include "model/network.h"
 #include "util/rng.h"
@@ -809,18 +810,29 @@ TEST(CudaBackendTest, AllocatorAccounting) {
   size_t before;
   {
     auto warm = MakeTrain("cuda", spec, 2, 2);  // creates the process allocator
-    before = CudaAllocatorStats().allocated_bytes;
+    before = CudaModuleAllocatorStats().allocated_bytes;
     auto gpu = MakeTrain("cuda", spec, 16, 32);
-    AllocatorStats s = CudaAllocatorStats();
+    AllocatorStats s = CudaModuleAllocatorStats();
     // At least params, grads and the logits [16*32, 1000] are resident.
     size_t expect = (2 * gpu->layout().total + 16 * 32 * 1000) * sizeof(float);
     EXPECT_GE(s.allocated_bytes - before, expect);
     EXPECT_GE(s.reserved_bytes, s.allocated_bytes);
   }
-  AllocatorStats after = CudaAllocatorStats();
+  AllocatorStats after = CudaModuleAllocatorStats();
   EXPECT_EQ(after.allocated_bytes, 0u);
   EXPECT_GT(after.reserved_bytes, 0u);  // cached for the next backend
   EXPECT_GT(before, 0u);
+}
+
+// With a GPU, the CUDA rows come from the module (backend/module.h), loaded
+// by the probe, of this build.
+TEST(CudaBackendTest, BackendsComeFromTheModule) {
+  DS_REQUIRE_GPU();
+  const BackendModule* m = LoadedBackendModule(DeviceKind::kCuda);
+  ASSERT_NE(m, nullptr);
+  EXPECT_STREQ(m->name, "cuda");
+  EXPECT_STREQ(m->build_id, BackendModuleBuildId());
+  EXPECT_EQ(MakeTrain("cuda", Spec(5, 4, 4, 1, 0), 2, 2)->name(), "cuda");
 }
 
 // ---- kernels against host references ------------------------------------------

@@ -9,10 +9,8 @@
 #include <mutex>
 
 #include "backend/device_allocator.h"
+#include "backend/module.h"
 #include "util/subprocess.h"
-#ifdef DS_HAVE_CUDA
-#include "backend/cuda/cuda_memory.h"
-#endif
 
 namespace ds {
 
@@ -39,11 +37,20 @@ bool CudaAvailable(std::string* why) {
   static bool ok = false;
   static std::string reason;
   std::call_once(once, [] {
-#ifdef DS_HAVE_CUDA
-    ok = cuda::ProbeDevice(&reason);
-#else
-    reason = "this datasynth was built without CUDA";
-#endif
+    // Cheapest first: the module file, then the driver (no cuBLAS), and only
+    // then the module itself (cudart, cuBLAS) and its own check of the GPU.
+    Result<std::string> path = FindBackendModule(DeviceKind::kCuda);
+    if (!path.ok()) {
+      reason = path.status().message();
+      return;
+    }
+    if (!CudaDriverHasDevice(&reason)) return;
+    Result<const BackendModule*> m = LoadBackendModule(DeviceKind::kCuda);
+    if (!m.ok()) {
+      reason = m.status().message();
+      return;
+    }
+    ok = (*m)->probe(&reason);
   });
   if (why != nullptr) *why = reason;
   return ok;
@@ -73,14 +80,15 @@ Result<DeviceKind> ResolveDevice(DeviceRequest request, std::string* warning) {
 }
 
 Result<DeviceMemory> CudaMemory(int device) {
-#ifdef DS_HAVE_CUDA
   std::string why;
   if (!CudaAvailable(&why)) return DS_ERR(kUnavailable, "no usable GPU: {}", why);
-  DS_ASSIGN_OR_RETURN(auto fm, cuda::MemoryInfo(device));
-  return DeviceMemory{fm.first, fm.second};
-#else
-  return DS_ERR(kUnavailable, "this datasynth was built without CUDA");
-#endif
+  DS_ASSIGN_OR_RETURN(const BackendModule* m, LoadBackendModule(DeviceKind::kCuda));
+  return m->memory(device);
+}
+
+AllocatorStats CudaModuleAllocatorStats(int device) {
+  const BackendModule* m = LoadedBackendModule(DeviceKind::kCuda);
+  return m ? m->allocator_stats(device) : AllocatorStats{};
 }
 
 Result<size_t> DefaultWorkerLimit(int workers) {
@@ -90,10 +98,11 @@ Result<size_t> DefaultWorkerLimit(int workers) {
 
 Result<CudaProbe> ProbeCudaInChild() {
   CudaProbe probe;
-#ifndef DS_HAVE_CUDA
-  probe.why = "this datasynth was built without CUDA";
-  return probe;
-#else
+  // No module: answered here, without a child.
+  if (Result<std::string> path = FindBackendModule(DeviceKind::kCuda); !path.ok()) {
+    probe.why = path.status().message();
+    return probe;
+  }
   // The child's answer: [u8 usable][u64 free][u64 total][why...] through a pipe.
   auto child = [](int fd) {
     std::string why;
@@ -137,7 +146,6 @@ Result<CudaProbe> ProbeCudaInChild() {
   probe.memory = DeviceMemory{size_t(mem[0]), size_t(mem[1])};
   probe.why = msg.substr(1 + sizeof(mem));
   return probe;
-#endif
 }
 
 }  // namespace ds

@@ -26,6 +26,7 @@
 #include <string_view>
 
 #include "backend/backend.h"
+#include "backend/device_allocator.h"
 #include "util/status.h"
 
 namespace ds {
@@ -44,9 +45,16 @@ Result<DeviceRequest> ParseDevice(std::string_view text);
 const char* DeviceKindName(DeviceKind kind);  // "cpu", "cuda"
 
 // True when this build has CUDA and device 0 is usable; else false with the
-// reason in `why` (e.g. "CUDA driver version is insufficient for CUDA runtime
-// version (cudaErrorInsufficientDriver)", "built without CUDA"). The probe runs
-// once per process; it initialises the CUDA driver (see the fork note above).
+// reason in `why`. The CUDA backend is a module (backend/module.h) and the
+// probe pays for it only when a GPU is likely: (1) the module file exists
+// ("this datasynth was built without CUDA", "... is not installed (looked
+// for ...)"), (2) the CUDA driver sees a GPU through its own API, without
+// cuBLAS ("no CUDA driver (libcuda.so.1: cannot open shared object file
+// ...)", "the CUDA driver sees no GPU"), (3) the module loads and is of this
+// build, (4) its own check (e.g. "CUDA driver version is insufficient for
+// CUDA runtime version (cudaErrorInsufficientDriver)", a GPU older than the
+// build's sm_90). The probe runs once per process; it initialises the CUDA
+// driver when step 1 passes (see the fork note above).
 bool CudaAvailable(std::string* why = nullptr);
 
 // kCuda, kCpu (with `warning` set for auto without a GPU), or kUnavailable
@@ -60,6 +68,10 @@ struct DeviceMemory {
 // cudaMemGetInfo of `device` (creates the CUDA context of this process).
 Result<DeviceMemory> CudaMemory(int device = 0);
 
+// Statistics of the CUDA module's caching allocator on `device` (zeros before
+// the first CUDA backend, or when the module is not loaded).
+AllocatorStats CudaModuleAllocatorStats(int device = 0);
+
 // What one CUDA context takes outside our allocator (the runtime, cuBLAS
 // kernels' code, cuBLAS/driver bookkeeping), kept out of each worker's share.
 inline constexpr size_t kCudaContextReserve = size_t(512) << 20;
@@ -70,8 +82,9 @@ Result<size_t> DefaultWorkerLimit(int workers);
 
 // CudaAvailable and CudaMemory answered by a short-lived forked child, so that
 // the calling process never initialises CUDA and can still fork workers that
-// use the GPU (the generate command's parent does this). Builds without CUDA
-// answer at once without forking. Errors only when the child cannot be run.
+// use the GPU (the generate command's parent does this). Without a CUDA
+// module (a build without CUDA, or none installed) it answers at once
+// without forking. Errors only when the child cannot be run.
 struct CudaProbe {
   bool usable = false;
   std::string why;      // why not usable

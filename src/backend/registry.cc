@@ -1,9 +1,10 @@
 #include "backend/registry.h"
 
-#ifdef DS_HAVE_CUDA
-#include "backend/cuda/cuda_backend.h"
-#endif
+#include <deque>
+#include <mutex>
+
 #include "backend/device.h"
+#include "backend/module.h"
 
 namespace ds {
 namespace {
@@ -18,62 +19,59 @@ BackendEntry Cpu(Architecture a) {
           }};
 }
 
-#ifdef DS_HAVE_CUDA
-CudaOptions ToCuda(const BackendOptions& o) {
-  CudaOptions c;
-  c.device = o.device;
-  c.memory = o.memory;
-  c.allow_tf32 = o.allow_tf32;
-  c.precision = o.precision;
-  return c;
+// THE built-in table: one row per architecture of the CPU backend. Device
+// backends are modules and add their rows when loaded (AddBackends).
+struct Table {
+  std::mutex mu;
+  std::deque<BackendEntry> rows;  // a deque: pointers survive push_back
+  Table() {
+    rows.push_back(Cpu(Architecture::kLstm));
+    rows.push_back(Cpu(Architecture::kGru));
+  }
+};
+
+Table& TheTable() {
+  static Table table;
+  return table;
 }
 
-BackendEntry Cuda(Architecture a) {
-  return {a, DeviceKind::kCuda,
-          [](const NetworkSpec& spec, int max_batch, int max_steps, const BackendOptions& o) {
-            return MakeCudaTrainBackend(spec, max_batch, max_steps, ToCuda(o));
-          },
-          [](const NetworkSpec& spec, const float* params, int slots, const BackendOptions& o) {
-            return MakeCudaInferBackend(spec, params, slots, ToCuda(o));
-          }};
-}
-#endif
-
-// THE table: one row per (architecture, device) this build can run. A backend
-// that implements an architecture gets a row; nothing else needs to know.
-std::vector<BackendEntry> MakeRegistry() {
-  std::vector<BackendEntry> r = {
-      Cpu(Architecture::kLstm),
-      Cpu(Architecture::kGru),
-  };
-#ifdef DS_HAVE_CUDA
-  r.push_back(Cuda(Architecture::kLstm));
-  r.push_back(Cuda(Architecture::kGru));
-#endif
-  return r;
+const BackendEntry* Find(Architecture architecture, DeviceKind device) {
+  Table& t = TheTable();
+  std::lock_guard<std::mutex> lock(t.mu);
+  for (const auto& e : t.rows)
+    if (e.architecture == architecture && e.device == device) return &e;
+  return nullptr;
 }
 
 }  // namespace
 
+void AddBackends(std::vector<BackendEntry> rows) {
+  Table& t = TheTable();
+  std::lock_guard<std::mutex> lock(t.mu);
+  for (auto& r : rows) t.rows.push_back(std::move(r));
+}
+
 Status BackendAvailable(Architecture a, DeviceKind d) {
   if (FindBackend(a, d) != nullptr) return Status::Ok();
-  bool any = false;
-  for (const auto& e : BackendRegistry()) any = any || e.device == d;
-  if (!any)
-    return DS_ERR(kUnavailable, "this build of datasynth has no {} backend", DeviceKindName(d));
+  if (d != DeviceKind::kCpu) {
+    Result<const BackendModule*> m = LoadBackendModule(d);
+    if (!m.ok())
+      return DS_ERR(kUnavailable, "no {} backend: {}", DeviceKindName(d), m.status().message());
+  }
   return DS_ERR(kUnavailable, "architecture '{}' has no {} backend in this build",
                 ArchitectureName(a), DeviceKindName(d));
 }
 
-const std::vector<BackendEntry>& BackendRegistry() {
-  static const std::vector<BackendEntry> registry = MakeRegistry();
-  return registry;
+std::vector<BackendEntry> BackendRegistry() {
+  Table& t = TheTable();
+  std::lock_guard<std::mutex> lock(t.mu);
+  return std::vector<BackendEntry>(t.rows.begin(), t.rows.end());
 }
 
 const BackendEntry* FindBackend(Architecture architecture, DeviceKind device) {
-  for (const auto& e : BackendRegistry())
-    if (e.architecture == architecture && e.device == device) return &e;
-  return nullptr;
+  if (device != DeviceKind::kCpu)
+    (void)LoadBackendModule(device);  // once; errors: BackendAvailable
+  return Find(architecture, device);
 }
 
 Result<std::unique_ptr<TrainBackend>> MakeTrainBackend(DeviceKind device, const NetworkSpec& spec,

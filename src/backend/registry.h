@@ -5,9 +5,12 @@
 //
 //   (architecture, device) -> TrainFactory, InferFactory
 //
-// Entries live in one table in registry.cc (not static self-registration,
-// which a static library's linker may drop). Adding a backend or an
-// architecture = adding its rows there (docs/architecture.md).
+// The built-in (CPU) entries live in one table in registry.cc (not static
+// self-registration, which a static library's linker may drop). A device
+// backend built as a module (backend/module.h; the CUDA backend) adds its
+// rows when the module is loaded, which FindBackend does on the first query
+// for that device. Adding a backend or an architecture = adding its rows
+// (docs/architecture.md).
 #pragma once
 
 #include <functional>
@@ -45,13 +48,19 @@ struct BackendEntry {
   InferFactory infer;
 };
 
-// Every entry of this build.
-const std::vector<BackendEntry>& BackendRegistry();
-// The entry for (spec.architecture, device), or nullptr.
+// The entries registered so far (the built-in ones, plus those of the
+// modules loaded), a snapshot.
+std::vector<BackendEntry> BackendRegistry();
+// The entry for (spec.architecture, device), or nullptr. For a device other
+// than the CPU this loads its module first (once per process).
 const BackendEntry* FindBackend(Architecture architecture, DeviceKind device);
+// For the module loader: a module's rows. Entries are never removed, and
+// pointers returned by FindBackend stay valid.
+void AddBackends(std::vector<BackendEntry> rows);
 
-// Ok, or kUnavailable naming the architecture and device (or saying that this
-// build has no CUDA at all) when there is no such entry.
+// Ok, or kUnavailable naming the architecture and device (or why the device's
+// module is not there: no CUDA in this build, not installed, another build's)
+// when there is no such entry.
 Status BackendAvailable(Architecture architecture, DeviceKind device);
 
 // Constructs through the registry; kUnavailable naming the architecture and

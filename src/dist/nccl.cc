@@ -6,71 +6,47 @@
 #include "dist/comm.h"
 
 #ifdef DATASYNTH_HAVE_NCCL
-#include <cuda_runtime.h>
-#include <nccl.h>
+#include "backend/module.h"
 #endif
 
 namespace ds::dist {
 
 #ifdef DATASYNTH_HAVE_NCCL
+// The CUDA and NCCL calls live in the CUDA backend module (backend/module.h
+// NcclOps), loaded on first use, so that dscore links neither.
 struct NcclComm::Impl {
-  ncclComm_t comm = nullptr;
-  cudaStream_t stream = nullptr;
-  int64_t* buf = nullptr;
-  size_t cap = 0;
+  const NcclOps* ops = nullptr;
+  void* comm = nullptr;
 };
 
 namespace {
-Status Cuda(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return Status::Ok();
-  return DS_ERR(kInternal, "{} on {}: {}", what, Where(), cudaGetErrorString(e));
-}
-Status Nccl(ncclResult_t r, const char* what) {
-  if (r == ncclSuccess) return Status::Ok();
-  return DS_ERR(kInternal, "{} on {}: {}", what, Where(), ncclGetErrorString(r));
+Result<const NcclOps*> Ops() {
+  DS_ASSIGN_OR_RETURN(const BackendModule* m, LoadBackendModule(DeviceKind::kCuda));
+  if (m->nccl == nullptr) return DS_ERR(kUnavailable, "the CUDA module was built without NCCL");
+  return m->nccl;
 }
 }  // namespace
 
 Result<std::unique_ptr<NcclComm>> NcclComm::Create(int device) {
   std::unique_ptr<NcclComm> c(new NcclComm());
   c->impl_ = std::make_unique<Impl>();
-  DS_RETURN_IF_ERROR(Cuda(cudaSetDevice(device), "cudaSetDevice"));
-  ncclUniqueId id;
-  if (Rank() == 0) DS_RETURN_IF_ERROR(Nccl(ncclGetUniqueId(&id), "ncclGetUniqueId"));
-  DS_RETURN_IF_ERROR(Broadcast(&id, sizeof(id)));
-  DS_RETURN_IF_ERROR(Nccl(ncclCommInitRank(&c->impl_->comm, Size(), id, Rank()), "ncclCommInitRank"));
-  DS_RETURN_IF_ERROR(Cuda(cudaStreamCreate(&c->impl_->stream), "cudaStreamCreate"));
+  DS_ASSIGN_OR_RETURN(c->impl_->ops, Ops());
+  DS_ASSIGN_OR_RETURN(c->impl_->comm,
+                      c->impl_->ops->create(device, Rank(), Size(), Where(),
+                                            [](void* id, size_t n) { return Broadcast(id, n); }));
   return c;
 }
 
 NcclComm::~NcclComm() {
-  if (!impl_) return;
-  if (impl_->buf) cudaFree(impl_->buf);
-  if (impl_->stream) cudaStreamDestroy(impl_->stream);
-  if (impl_->comm) ncclCommDestroy(impl_->comm);
+  if (impl_ && impl_->comm) impl_->ops->destroy(impl_->comm);
 }
 
 Status NcclComm::AllreduceSumDevice(int64_t* data, size_t n) {
-  DS_RETURN_IF_ERROR(Nccl(ncclAllReduce(data, data, n, ncclInt64, ncclSum, impl_->comm,
-                                        impl_->stream),
-                          "ncclAllReduce"));
-  return Cuda(cudaStreamSynchronize(impl_->stream), "cudaStreamSynchronize");
+  return impl_->ops->allreduce_device(impl_->comm, data, n);
 }
 
 Status NcclComm::AllreduceSum(int64_t* host, size_t n) {
-  if (impl_->cap < n) {
-    if (impl_->buf) cudaFree(impl_->buf);
-    impl_->buf = nullptr;
-    DS_RETURN_IF_ERROR(Cuda(cudaMalloc(&impl_->buf, n * sizeof(int64_t)), "cudaMalloc"));
-    impl_->cap = n;
-  }
-  const size_t bytes = n * sizeof(int64_t);
-  DS_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(impl_->buf, host, bytes, cudaMemcpyHostToDevice,
-                                          impl_->stream),
-                          "cudaMemcpyAsync"));
-  DS_RETURN_IF_ERROR(AllreduceSumDevice(impl_->buf, n));
-  DS_RETURN_IF_ERROR(Cuda(cudaMemcpy(host, impl_->buf, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy"));
-  return Status::Ok();
+  return impl_->ops->allreduce_host(impl_->comm, host, n);
 }
 
 NcclComm* SharedNccl(std::string* why) {
@@ -81,8 +57,11 @@ NcclComm* SharedNccl(std::string* why) {
   if (!env || std::string(env) != "1") return nullptr;
   if (!tried) {
     tried = true;
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    if (!CudaDriverHasDevice(&error)) {
+      // No driver or no GPU (`error` says which): the module is not loaded.
+    } else if (Result<const NcclOps*> ops = Ops(); !ops.ok()) {
+      error = ops.status().message();
+    } else if (const int devices = (*ops)->device_count(); devices == 0) {
       error = "no GPU";
     } else {
       // One GPU per rank: the local rank picks its device.

@@ -1,7 +1,9 @@
 // The CUDA backend: TrainBackend and InferBackend on one NVIDIA GPU. Only
 // compiled (and only to be included) when DS_HAVE_CUDA is defined; callers go
 // through backend/device.h to decide whether to use it and construct it
-// through backend/registry.h (the only includer outside backend/cuda and tests).
+// through backend/registry.h; the module entry (cuda_module.cc) is its only
+// includer outside the backend, gpu_bench and the tests. It lives in the
+// module libdatasynth_cuda.so (backend/module.h).
 // Both architectures (model/network.h): the GRU replaces the fused LSTM cell
 // kernels by GruCellForward/Backward/Infer (kernels.h) and keeps h_{t-1} Wh of
 // every step apart ([N, 3H], the reset gate multiplies its n part).
