@@ -34,7 +34,7 @@ plotly 7.1 (MIT), plotly/package_data/datasets/ (plotly.data's docstrings):
 - election (58 x 8): 2013 Montreal mayoral election per district.
 - wind (128 x 3): wind intensity per direction (plotly's own).
 - iris (150 x 6): Fisher 1936 iris with species name and id.
-- gapminder (1704 x 8): Gapminder life expectancy / population / GDP, CC BY 4.0
+- plotly_gapminder (1704 x 7): Gapminder life expectancy / population / GDP, CC BY 4.0
   (Gapminder Foundation); iso_num and the centroids dropped (the country's
   constant attributes), kept: country, continent, year, lifeExp, pop,
   gdpPercap, iso_alpha.
@@ -115,7 +115,7 @@ def tables(a):
     yield 'digits', [f'{sk}/digits.csv.gz'], lambda p: digits(p[0])
     for t in ('tips', 'stocks', 'carshare', 'experiment', 'election', 'wind', 'iris'):
         yield t, [f'{pl}/{t}.csv.gz'], lambda p: plain(p[0])
-    yield 'gapminder', [f'{pl}/gapminder.csv.gz'], \
+    yield 'plotly_gapminder', [f'{pl}/gapminder.csv.gz'], \
         lambda p: plain(p[0], drop=('iso_num', 'centroid_lon', 'centroid_lat'))
     yield 'student_placements', [f'{sd}/student_placements_real.csv'], lambda p: plain(p[0])
 
