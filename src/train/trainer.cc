@@ -58,18 +58,6 @@ constexpr double kFieldLearningRate = 0.003;
 // calibration": small tables' 2-way structure, which the network misses).
 constexpr int kDpCalibrateParents = 3;
 
-// Records generated per calibration iteration without dp: the default 4000,
-// fewer for long records so that an iteration generates about
-// kCalibrateTokens tokens, and never under 1000 (a 2-way table's 10 x 10
-// groups then hold ~10 records a cell). santander (202 columns, ~1,500 tokens
-// a record): 1333 records instead of 4000, a third of the calibration time;
-// records up to 500 tokens (telco: 30) keep 4000.
-constexpr int64_t kCalibrateTokens = 2000000;
-int64_t CalibrationSamples(int64_t tokens, int64_t records) {
-  const int64_t per_record = std::max<int64_t>(1, tokens / std::max<int64_t>(1, records));
-  return std::clamp<int64_t>(kCalibrateTokens / per_record, 1000, CalibrateOptions{}.samples);
-}
-
 bool IsLossMetric(const std::string& m) { return m == "loss" || m == "val_loss"; }
 
 double MetricOf(const EpochResult& r, const std::string& m) {
