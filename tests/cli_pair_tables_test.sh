@@ -19,8 +19,9 @@ for w in 1 3; do
 done
 cmp -s "$TMP/g1.csv" "$TMP/g3.csv" && [ "$(wc -l < "$TMP/g1.csv")" -eq 201 ] &&
   pass "with the tables: byte-identical output for 1 and 3 workers" || fail "1 vs 3 workers differ"
-# calibrate alone keeps the 1-way calibration only.
-"$DS" train --input "$TMP/t.csv" --model-dir "$TMP/m1" "${SMALL[@]}" --calibrate 2>"$TMP/log1" &&
+# calibrate_pairs 0 keeps the 1-way calibration only (the field default is 3).
+"$DS" train --input "$TMP/t.csv" --model-dir "$TMP/m1" "${SMALL[@]}" --calibrate --calibrate-pairs 0 \
+  2>"$TMP/log1" &&
   [ ! -e "$TMP/m1/pair_tables.bin" ] && pass "no pair tables with calibrate_pairs 0" ||
   fail "calibrate alone: $(ls "$TMP/m1")"
 cp -r "$TMP/m" "$TMP/bad"
@@ -37,7 +38,8 @@ out=$("$DS" generate --model-dir "$TMP/m1" --num-lines 5 --output "$TMP/b.csv" 2
 [ $rc -ne 0 ] && grep -q "not named by model_params.json" <<<"$out" && pass "a foreign pair_tables.bin is refused" ||
   fail "foreign tables: rc $rc: $out"
 # Retrained with --overwrite without pairs: the old tables go with the old model.
-"$DS" train --input "$TMP/t.csv" --model-dir "$TMP/m" --overwrite "${SMALL[@]}" --calibrate 2>"$TMP/log4" &&
+"$DS" train --input "$TMP/t.csv" --model-dir "$TMP/m" --overwrite "${SMALL[@]}" --calibrate \
+  --calibrate-pairs 0 2>"$TMP/log4" &&
   [ ! -e "$TMP/m/pair_tables.bin" ] &&
   "$DS" generate --model-dir "$TMP/m" --num-lines 5 --output "$TMP/o.csv" 2>/dev/null &&
   pass "--overwrite removes an earlier model's pair tables" || fail "overwrite: $(ls "$TMP/m")"

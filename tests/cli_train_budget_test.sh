@@ -81,6 +81,14 @@ SMALL=(--input "$TMP/t.csv" --field-delimiter , --seed 5 --threads 1 --max-train
   fail "field: $(param "$TMP/fd" num_layers) $(param "$TMP/fd" rnn_units) $(param "$TMP/fd" embedding_dim)"
 grep -q "network defaults for settings not given: num_layers 1, rnn_units 128, embedding_dim 64" \
   "$TMP/fd.log" && pass "field: one line names them" || fail "field: no defaults line"
+# ... and the pair calibration (2-way marginals, 3 parents a column); off when given.
+[ "$(param "$TMP/fd" calibrate) $(param "$TMP/fd" calibrate_pairs)" = "True 3" ] &&
+  [ -s "$TMP/fd/pair_tables.bin" ] && grep -q "calibrate true, calibrate_pairs 3" "$TMP/fd.log" &&
+  pass "field: pair calibration by default (pair_tables.bin, named in the defaults line)" ||
+  fail "field calibrate: $(param "$TMP/fd" calibrate) $(param "$TMP/fd" calibrate_pairs); $(ls "$TMP/fd")"
+"$DS" train "${SMALL[@]}" --calibrate false -m "$TMP/fn" >/dev/null 2>&1 || fail "field --calibrate false"
+[ "$(param "$TMP/fn" calibrate)" = False ] && [ ! -e "$TMP/fn/pair_tables.bin" ] &&
+  pass "field: --calibrate false trains without it" || fail "field no calibrate: $(ls "$TMP/fn")"
 echo '{"num_layers": 2}' > "$TMP/cfg.json"
 "$DS" train "${SMALL[@]}" --config "$TMP/cfg.json" --rnn-units 40 -m "$TMP/fx" >/dev/null 2>&1 ||
   fail "field explicit run"
@@ -91,6 +99,8 @@ echo '{"num_layers": 2}' > "$TMP/cfg.json"
 [ "$(param "$TMP/fc" num_layers) $(param "$TMP/fc" rnn_units) $(param "$TMP/fc" embedding_dim)" = "2 256 256" ] &&
   pass "char: the reference network" ||
   fail "char: $(param "$TMP/fc" num_layers) $(param "$TMP/fc" rnn_units) $(param "$TMP/fc" embedding_dim)"
+[ "$(param "$TMP/fc" calibrate)" = False ] && [ ! -e "$TMP/fc/pair_tables.bin" ] &&
+  pass "char: no calibration" || fail "char calibrate: $(param "$TMP/fc" calibrate)"
 # 7. Tabular: a field-typed table is one model unless --tabular-batch-size is
 #    given (char keeps batches of 15); seed fields work either way.
 TAB=(--input "$TMP/t.csv" --seed 5 --threads 1 --max-training-steps 40 --seed-columns contract)

@@ -142,6 +142,14 @@ TEST(PairTables, CalibrateFitsAConditionalOnAZeroNetwork) {
   EXPECT_LT(rep.tvd_after, 0.03);
 }
 
+TEST(PairTables, CalibrationSamplesShrinkForLongRecordsOnly) {
+  EXPECT_EQ(CalibrationSamples(5634 * 30, 5634), 4000);   // telco: 30 tokens a record
+  EXPECT_EQ(CalibrationSamples(455 * 141, 455), 4000);    // breast_cancer: 141
+  EXPECT_EQ(CalibrationSamples(80 * 1500, 80), 1333);     // santander: ~1,500 tokens
+  EXPECT_EQ(CalibrationSamples(10 * 5000, 10), 1000);     // long text: never under 1000
+  EXPECT_EQ(CalibrationSamples(0, 0), 4000);              // no records: the default
+}
+
 TEST(PairTables, ChooseParentsFindsTheDependentColumn) {
   auto tok = TwoColumns();
   std::vector<ColumnMarginal> one = MarginalCells(*tok);

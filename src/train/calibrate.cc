@@ -462,6 +462,11 @@ std::string CalibrateReport::Describe() const {
       cells, pairs, tvd_before, tvd_after, links.empty() ? "" : "; pairs: ", fmt::join(links, ", "));
 }
 
+int64_t CalibrationSamples(int64_t tokens, int64_t records) {
+  const int64_t per_record = std::max<int64_t>(1, tokens / std::max<int64_t>(1, records));
+  return std::clamp<int64_t>(kCalibrateTokens / per_record, 1000, CalibrateOptions{}.samples);
+}
+
 Status Calibrate(const FieldTokenizer& tok, const std::vector<std::string>& header, char delimiter,
                  const NetworkSpec& spec, float* params, const std::vector<ColumnMarginal>& targets,
                  const CalibrateOptions& o, CalibrateReport* report, PairTables* pairs) {

@@ -179,6 +179,16 @@ struct CalibrateOptions {
   double pseudo = 0.002;  // pair cells: smoothing mass of the conditionals (share of records)
   static constexpr double kMaxStep = 2.0;
 };
+// Records generated per calibration iteration for a training stream of
+// `tokens` tokens in `records` records (the field tokenizer's default without
+// dp): CalibrateOptions' 4000, fewer for long records so that an iteration
+// generates about kCalibrateTokens tokens, never under 1000 (a 2-way table's
+// 10 x 10 groups then hold ~10 records a cell). santander (202 columns, ~1,500
+// tokens a record): 1333 instead of 4000; records up to 500 tokens (telco: 30)
+// keep 4000.
+inline constexpr int64_t kCalibrateTokens = 2000000;
+int64_t CalibrationSamples(int64_t tokens, int64_t records);
+
 struct CalibrateReport {
   double tvd_before = 0, tvd_after = 0;  // mean total variation distance to the targets
   int cells = 0, pairs = 0;               // marginals, and the 2-way ones among them

@@ -53,7 +53,9 @@ constexpr int kFieldLayers = 1, kFieldUnits = 128, kFieldEmbedding = 64;
 // "Training shape": RMSprop 0.01 at a constant rate left the marginals
 // several sigma off on telco_churn).
 constexpr double kFieldLearningRate = 0.003;
-// Under dp: parents per column of the pair calibration (docs/privacy.md).
+// Parents per column of the pair calibration: under dp (docs/privacy.md), and
+// the field tokenizer's default without dp (docs/typed_fields.md "Pair
+// calibration": small tables' 2-way structure, which the network misses).
 constexpr int kDpCalibrateParents = 3;
 
 bool IsLossMetric(const std::string& m) { return m == "loss" || m == "val_loss"; }
@@ -734,6 +736,15 @@ class TrainRun {
     // A reduction after overfitting goes back to the best weights (docs/quality.md
     // "Plateau restore": telco_churn 95.4-95.9 -> 96.5-97.1, the rest level).
     if (!cfg_.dp) choose("lr_plateau_restore", &cfg_.lr_plateau_restore, true);
+    // The kept weights calibrated to the training records' 1-way and 2-way
+    // first-token marginals (train/calibrate.h): on small tables the network
+    // stops (early, on its held-out loss) before it learns how the columns go
+    // together: sklearn's wine (142 rows) kept Pearson 0.86 as -0.10, SQS 44.6
+    // -> 79.5 with it (docs/quality.md "Unseen tables"). Under dp, ApplyDpDefaults.
+    if (!cfg_.dp) {
+      choose("calibrate", &cfg_.calibrate, true);
+      choose("calibrate_pairs", &cfg_.calibrate_pairs, kDpCalibrateParents);
+    }
     if (!set.empty())
       obs_.OnInfo(fmt::format("field tokenizer: network defaults for settings not given: {}",
                               fmt::join(set, ", ")));
@@ -1180,6 +1191,7 @@ class TrainRun {
     CalibrateOptions o;
     o.seed = seed_;
     o.temperature = cfg_.gen_temp;
+    if (!cfg_.dp) o.samples = CalibrationSamples(data_.tokens(), int64_t(input.records.size()));
     const double sigma_m = dp_.plan.marginal_noise_multiplier;
     if (cfg_.dp && !(sigma_m > 0))
       return DS_ERR(kInternal, "calibrate under dp without a marginal release in the plan");
