@@ -4,7 +4,7 @@
 #   - a flag after `datasynth <command>` on the same line (backslash-continued
 #     lines are one line) must be in `datasynth <command> --help`;
 #   - a flag after another program on the line (build/x_bench, scripts/x.sh,
-#     cmake, ctest, python3, /proc/self/exe worker, ...) is that program's: skipped;
+#     bench/x.sh, cmake, ctest, python3, /proc/self/exe worker, ...) is that program's: skipped;
 #   - any other flag (prose) must be in the help of some datasynth command.
 # `--no-...` (a prefix written with dots) must be the prefix of some flag.
 set -uo pipefail
@@ -28,7 +28,7 @@ cmds = {c: flags(os.path.join(tmp, c + ".help")) | glob_flags
 union = set().union(*cmds.values())
 # A program mention: datasynth <cmd>, or another program (whose flags are its own).
 PROG = re.compile(r"\bdatasynth\s+(train|info|generate|evaluate|synthesize|schema)\b"
-                  r"|(?:\S*/)?build/\S+|(?:\./)?scripts/\S+|\.ci/\S+|/proc/self/exe|"
+                  r"|(?:\S*/)?build/\S+|(?:\./)?scripts/\S+|(?:\./)?bench/\S+|\.ci/\S+|/proc/self/exe|"
                   r"\b(?:cmake|ctest|python3?|pip3?|git|apt-get|gdb|valgrind|nvidia-smi|"
                   r"nsys|ncu|perf|sdmetrics|torch|debootstrap|taskset|timeout|mpirun)\b")
 docs = [os.path.join(root, "README.md")] + sorted(glob.glob(os.path.join(root, "docs", "*.md")))
