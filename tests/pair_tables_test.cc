@@ -20,7 +20,6 @@
 #include "util/bytes.h"
 #include "privacy/dp_config.h"
 #include "privacy/rdp_accountant.h"
-#include "privacy/secure_noise.h"
 #include "schema/public_schema.h"
 #include "tokenize/field_tokenizer.h"
 #include "train/calibrate.h"
@@ -212,53 +211,6 @@ TEST(PairTables, ChooseParentsFindsTheDependentColumn) {
   EXPECT_EQ(ChooseParents(one, all, 1000.0), (P{{}, {}, {}}));
 }
 
-// The exponential mechanism's closed form: two candidates whose scores differ
-// by d are picked in the ratio exp(epsilon d / (2 sensitivity)).
-TEST(PairTables, ExponentialPickMatchesTheClosedForm) {
-  SecureGaussian noise = SecureGaussian::Deterministic(7);
-  for (const double sens : {1.0, 2.0}) {
-    int second = 0;
-    const int draws = 6000;
-    for (int i = 0; i < draws; ++i) second += ExponentialPick({0.0, 2.0}, 1.0, sens, &noise) == 1;
-    const double expect = std::exp(1.0 / sens) / (1 + std::exp(1.0 / sens));  // 0.731, 0.622
-    EXPECT_NEAR(double(second) / draws, expect, 0.02) << sens;
-  }
-  EXPECT_EQ(ExponentialPick({5.0}, 1.0, 1.0, &noise), 0u);
-}
-
-// MST's tree: with a large epsilon the rounds pick the pairs furthest from
-// the product of the 1-way histograms (y's dependence on x first), C - 1 of
-// them joining every column.
-TEST(PairTables, ChooseTreeFindsTheDependentPair) {
-  auto tok = TwoColumns();
-  std::vector<ColumnMarginal> one = MarginalCells(*tok);
-  std::vector<std::vector<std::string>> recs;
-  for (int i = 0; i < 400; ++i) {
-    const bool a = i % 2 == 0;
-    recs.push_back({a ? "a" : "b", std::to_string(i % 7), a ? "u" : (i % 4 == 1 ? "v" : "w")});
-  }
-  std::vector<ColumnMarginal> all = AllPairs(one, 10);
-  CountMarginals(*tok, recs, &all);
-  std::vector<ColumnMarginal> est = all;  // independence, from each table's own margins
-  for (ColumnMarginal& m : est) {
-    std::vector<double> row(size_t(m.rows), 0.0), col(size_t(m.cols), 0.0);
-    for (int r = 0; r < m.rows; ++r)
-      for (int c = 0; c < m.cols; ++c) {
-        row[size_t(r)] += m.p[size_t(r * m.cols + c)];
-        col[size_t(c)] += m.p[size_t(r * m.cols + c)];
-      }
-    for (int r = 0; r < m.rows; ++r)
-      for (int c = 0; c < m.cols; ++c) m.p[size_t(r * m.cols + c)] = row[size_t(r)] * col[size_t(c)] / 400.0;
-  }
-  SecureGaussian noise = SecureGaussian::Deterministic(3);
-  const auto tree = ChooseTree(all, est, 3, 1e6, 0.0, &noise);
-  ASSERT_EQ(tree.size(), 3u);
-  EXPECT_TRUE(tree[0].empty());
-  ASSERT_FALSE(tree[2].empty());
-  EXPECT_EQ(tree[2][0], 0);  // y <- x
-  EXPECT_EQ(tree[1].size() + tree[2].size(), 2u);  // n joined once
-}
-
 TEST(PairTables, RoundTripAndCorruption) {
   auto tok = TwoColumns();
   PairTables pairs;
@@ -431,15 +383,7 @@ TEST(PairAccounting, TwoMeasurementsMatchDpAccounting) {
       }
       EXPECT_NEAR(spent.GetEpsilon(v.delta).epsilon, v.epsilon, 1e-9 * v.epsilon) << v.line << " n " << n;
     }
-    // The tree: 7 exponential-mechanism rounds of epsilon e, each e^2 / 8
-    // zero-concentrated, i.e. a Gaussian of multiplier 2 / e.
-    const MeasureShares tree{0.2, 0.2, true};
-    RdpAccountant spent;
-    spent.AddSteps(v.q, v.sigma, v.steps);
-    spent.AddGaussian(tree.OneWayNoise(v.marginal_sigma));
-    for (int r = 0; r < 7; ++r) spent.AddGaussian(2.0 / tree.RoundEpsilon(v.marginal_sigma, 7));
-    spent.AddGaussian(tree.TargetNoise(v.marginal_sigma));
-    EXPECT_NEAR(spent.GetEpsilon(v.delta).epsilon, v.epsilon, 1e-9 * v.epsilon) << v.line << " tree";
+
   }
   EXPECT_EQ(rows.size(), 5u);
   // The rule's three regimes (r = n / (sigma_m sqrt(28)) for 8 columns).

@@ -5,9 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <numbers>
 
 #include "backend/registry.h"
 #include "generate/field_filter.h"
@@ -88,6 +85,15 @@ void PairStep(const ColumnMarginal& t, const ColumnMarginal& g, double pseudo, d
     const double d = damping * std::clamp(step, -CalibrateOptions::kMaxStep, CalibrateOptions::kMaxStep);
     table->w[i] = std::clamp(table->w[i] + float(d), -PairTables::kMaxWeight, PairTables::kMaxWeight);
   }
+}
+
+// A numeric or datetime column: its first tokens, after the missing
+// spellings (Missing of them), are bins or years in order.
+bool Ordered(const FieldTokenizer& tok, const ColumnMarginal& m) {
+  return tok.columns()[size_t(m.column)].type.type != FieldType::kCategorical;
+}
+size_t Missing(const FieldTokenizer& tok, const ColumnMarginal& m) {
+  return tok.columns()[size_t(m.column)].missing.size();
 }
 
 // One fitting step of a 1-way cell with groups (`within`): each id's share of
@@ -388,71 +394,9 @@ MeasureShares SharesFor(int64_t n, double sigma_m, int columns) {
   const double pairs = 0.5 * double(columns) * double(columns - 1);
   if (!(sigma_m > 0) || pairs < 1) return MeasureShares{0.2, 0.2};
   const double r = double(n) / (sigma_m * std::sqrt(pairs));
-  if (const char* x = std::getenv("DS_EXP_TREE")) {  // EXPERIMENT: "one sel below above"
-    double a = 0, b = 0, lo = 0, hi = 0;
-    if (std::sscanf(x, "%lf %lf %lf %lf", &a, &b, &lo, &hi) == 4 && r >= lo && r < hi)
-      return MeasureShares{a, b, true};
-  }
   if (r < 25) return MeasureShares{1, 0};
   if (r < 60) return MeasureShares{0.2, 0.4};
   return MeasureShares{0.2, 0.2};
-}
-
-size_t ExponentialPick(const std::vector<double>& score, double epsilon, double sensitivity,
-                       SecureGaussian* noise) {
-  const double top = *std::max_element(score.begin(), score.end());
-  std::vector<double> w(score.size());
-  double sum = 0;
-  for (size_t i = 0; i < score.size(); ++i)
-    sum += w[i] = std::exp(0.5 * epsilon * (score[i] - top) / sensitivity);
-  double z = 0;
-  noise->FillDouble(&z, 1, 1.0);
-  double u = 0.5 * std::erfc(-z / std::sqrt(2.0)) * sum;  // Phi(z) * sum: uniform on [0, sum]
-  for (size_t i = 0; i < w.size(); ++i) {
-    if (u < w[i]) return i;
-    u -= w[i];
-  }
-  return w.size() - 1;
-}
-
-std::vector<std::vector<int>> ChooseTree(const std::vector<ColumnMarginal>& all_pairs,
-                                         const std::vector<ColumnMarginal>& estimate, int columns,
-                                         double round_epsilon, double penalty_stddev,
-                                         SecureGaussian* noise) {
-  std::vector<std::vector<int>> parent(size_t(std::max(0, columns)));
-  std::vector<double> score;
-  std::vector<std::pair<int, int>> edge;  // (a, b), a < b, AllPairs order
-  for (int b = 1; b < columns; ++b)
-    for (int a = 0; a < b; ++a) {
-      const size_t k = edge.size();
-      if (k >= all_pairs.size() || k >= estimate.size()) return parent;
-      double l1 = 0;
-      for (size_t c = 0; c < all_pairs[k].p.size(); ++c)
-        l1 += std::fabs(all_pairs[k].p[c] - estimate[k].p[c]);
-      score.push_back(l1 - std::sqrt(2.0 / std::numbers::pi) * penalty_stddev * double(all_pairs[k].p.size()));
-      edge.push_back({a, b});
-    }
-  std::vector<int> part(parent.size());
-  for (size_t i = 0; i < part.size(); ++i) part[i] = int(i);
-  auto find = [&part](int x) {
-    while (part[size_t(x)] != x) x = part[size_t(x)] = part[size_t(part[size_t(x)])];
-    return x;
-  };
-  for (int round = 0; round + 1 < columns; ++round) {
-    std::vector<double> s;
-    std::vector<size_t> which;
-    for (size_t k = 0; k < edge.size(); ++k)
-      if (find(edge[k].first) != find(edge[k].second)) {
-        s.push_back(score[k]);
-        which.push_back(k);
-      }
-    if (s.empty()) break;
-    const auto [a, b] = edge[which[ExponentialPick(s, round_epsilon, 1.0, noise)]];
-    part[size_t(find(a))] = find(b);
-    parent[size_t(b)].push_back(a);
-  }
-  for (auto& ps : parent) std::sort(ps.begin(), ps.end());
-  return parent;
 }
 
 namespace {
@@ -462,39 +406,11 @@ namespace {
 int ChooseGroups(const std::vector<ColumnMarginal>& one, const MeasureOptions& o,
                  const MeasureShares& shares, double noisy_n) {
   if (!(o.sigma_m > 0)) return o.max_groups;
-  double k_max = shares.tree ? double(one.size()) - 1 : 0;
-  for (size_t i = 0; i < one.size() && !shares.tree; ++i)
-    k_max += double(std::min<size_t>(i, size_t(o.pairs)));
+  double k_max = 0;
+  for (size_t i = 0; i < one.size(); ++i) k_max += double(std::min<size_t>(i, size_t(o.pairs)));
   const double stddev = shares.TargetNoise(o.sigma_m) * std::sqrt(std::max(1.0, k_max));
   const double g = std::sqrt(std::max(0.0, noisy_n) / (o.min_cell_snr * stddev));
   return std::clamp(int(std::lround(g)), 2, std::max(2, o.max_groups));
-}
-
-// Every pair of `all` (AllPairs order over `one`) as the noisy 1-way
-// histograms predict it: n x p_a(row) x p_b(col) (post-processing).
-std::vector<ColumnMarginal> ProductEstimate(const std::vector<ColumnMarginal>& one,
-                                            const std::vector<ColumnMarginal>& all, double n) {
-  auto grouped = [](const ColumnMarginal& m, const std::vector<int32_t>& map, int groups) {
-    std::vector<double> g(size_t(groups), 0.0);
-    double total = 0;
-    for (size_t i = 0; i < m.p.size(); ++i) {
-      g[size_t(map[i])] += std::max(0.0, m.p[i]);
-      total += std::max(0.0, m.p[i]);
-    }
-    for (double& v : g) v = total > 0 ? v / total : 1.0 / double(groups);
-    return g;
-  };
-  std::vector<ColumnMarginal> est = all;
-  size_t k = 0;
-  for (size_t b = 1; b < one.size(); ++b)
-    for (size_t a = 0; a < b && k < est.size(); ++a, ++k) {
-      ColumnMarginal& m = est[k];
-      const std::vector<double> pa = grouped(one[a], m.row_of, m.rows);
-      const std::vector<double> pb = grouped(one[b], m.col_of, m.cols);
-      for (int r = 0; r < m.rows; ++r)
-        for (int c = 0; c < m.cols; ++c) m.p[size_t(r * m.cols + c)] = n * pa[size_t(r)] * pb[size_t(c)];
-    }
-  return est;
 }
 
 }  // namespace
@@ -511,14 +427,18 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
   if (o.pairs > 0 && one.size() >= 2)
     sh = dp ? SharesFor(int64_t(records.size()), o.sigma_m, int(one.size()))
             : MeasureShares{0.2, 0.2};  // (no noise: any split)
+  // dp with pairs: the ordered columns' far noise cells dropped (KeepContiguous)
+  // for the groups and the shapes inside them; `kept` (projected only) are the
+  // targets of the columns without parents.
+  std::vector<ColumnMarginal> kept;
   if (dp) {
     AddMarginalNoise(&one, sh.OneWayNoise(o.sigma_m), noise, /*project=*/false);
     const double stddev = sh.OneWayNoise(o.sigma_m) * std::sqrt(double(one.size()));
-    for (ColumnMarginal& m : one) {
-      const auto& col = tok.columns()[size_t(m.column)];
-      if (col.type.type != FieldType::kCategorical)
-        KeepContiguous(&m.p, col.missing.size(), stddev);
-      ProjectToTotal(&m.p);
+    kept = one;
+    for (size_t i = 0; i < one.size(); ++i) {
+      ProjectToTotal(&kept[i].p);
+      if (sh.pairs() && Ordered(tok, one[i])) KeepContiguous(&one[i].p, Missing(tok, one[i]), stddev);
+      ProjectToTotal(&one[i].p);
     }
   }
   if (!sh.pairs()) {
@@ -543,20 +463,13 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
   CountMarginals(tok, records, &all);
   double stddev = 0;
   std::vector<ColumnMarginal> all_raw;  // before the projection
-  std::vector<std::vector<int>> parents;
-  if (sh.tree) {  // dp only (SharesFor): the exponential mechanism on the exact counts
-    const int c = int(one.size());
-    rep->rounds = c - 1;
-    parents = ChooseTree(all, ProductEstimate(one, all, rep->noisy_n), c,
-                         sh.RoundEpsilon(o.sigma_m, c - 1),
-                         sh.TargetNoise(o.sigma_m) * std::sqrt(double(c - 1)), noise);
-  } else if (dp) {
+  if (dp) {
     AddMarginalNoise(&all, sh.SelectionNoise(o.sigma_m), noise, /*project=*/false);
     all_raw = all;
     for (ColumnMarginal& m : all) ProjectToTotal(&m.p);
     stddev = sh.SelectionNoise(o.sigma_m) * std::sqrt(double(all.size()));
   }
-  if (!sh.tree) parents = ChooseParents(empty, all, stddev, o.pairs);
+  const auto parents = ChooseParents(empty, all, stddev, o.pairs);
   std::vector<ColumnMarginal> pairs;
   std::vector<size_t> from;  // pairs[k]'s table in `all` (same groups)
   const std::vector<ColumnMarginal> chosen = WithParents(empty, parents, rep->groups, &group_of);
@@ -569,9 +482,7 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
     pairs.push_back(chosen[i]);
   }
   CountMarginals(tok, records, &pairs);
-  if (sh.tree) {  // the tree's pairs, measured once
-    AddMarginalNoise(&pairs, sh.TargetNoise(o.sigma_m), noise);
-  } else if (dp && !pairs.empty()) {
+  if (dp && !pairs.empty()) {
     // The second measurement of each chosen pair, averaged with its first by
     // inverse variance (both unbiased), then projected.
     AddMarginalNoise(&pairs, sh.TargetNoise(o.sigma_m), noise, /*project=*/false);
@@ -586,12 +497,13 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
     }
   }
   targets->clear();
-  // A column with parents: its 2-way targets, and under dp its 1-way shape
-  // inside their groups (the network, trained on few noisy steps, spreads a
-  // group's mass over all of its ids: far outside the data with generous bounds).
+  // A column with parents: its 2-way targets, and under dp for an ordered
+  // column its 1-way shape inside their groups (the network, trained on few
+  // noisy steps, spreads a group's mass over all of its ids: far outside the
+  // data with generous bounds).
   for (size_t i = 0; i < one.size(); ++i) {
-    if (!parents[i].empty() && !dp) continue;
-    targets->push_back(one[i]);
+    if (!parents[i].empty() && !(dp && Ordered(tok, one[i]))) continue;
+    targets->push_back(dp && parents[i].empty() ? kept[i] : one[i]);
     if (!parents[i].empty()) targets->back().within = group_of[i];
   }
   for (ColumnMarginal& m : pairs) targets->push_back(std::move(m));
@@ -602,13 +514,6 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
 std::string MeasureReport::Describe(double sigma_m) const {
   if (!shares.pairs())
     return fmt::format("the 1-way histograms at noise multiplier {:.4g}", shares.OneWayNoise(sigma_m));
-  if (shares.tree)
-    return fmt::format(
-        "the 1-way histograms at noise multiplier {:.4g}, a spanning tree of {} pairs by the "
-        "exponential mechanism (epsilon {:.4g} per round), those pairs at {:.4g}; {} id groups "
-        "per column",
-        shares.OneWayNoise(sigma_m), rounds, shares.RoundEpsilon(sigma_m, rounds),
-        shares.TargetNoise(sigma_m), groups);
   return fmt::format(
       "three measurements: the 1-way histograms at noise multiplier {:.4g}, all pair histograms "
       "at {:.4g} (choosing the pairs), the chosen pairs again at {:.4g}; {} id groups per column",

@@ -140,23 +140,9 @@ void Normalize(std::vector<ColumnMarginal>* cells);
 // histograms (`selection`: the parents), and the chosen pairs' histograms
 // again (the rest; averaged with their first measurement: the 2-way
 // targets). Each multiplier is sigma_m / sqrt(share).
-//
-// tree: the pairs are instead a spanning tree of the columns chosen by the
-// exponential mechanism (MST's selection, McKenna et al. 2021): C - 1 rounds,
-// each picking among the pairs that join two of the tree's parts, scored by
-// the L1 distance of the pair's exact histogram to the product of the noisy
-// 1-way ones (sensitivity 1) less the noise its measurement will carry; each
-// round of epsilon e is e^2 / 8 zero-concentrated (Renyi DP a e^2 / 8), so
-// the rounds at RoundEpsilon add up to a selection / (2 sigma_m^2), the
-// share a Gaussian measurement at SelectionNoise would spend. Then only those
-// C - 1 pairs are measured (the rest of the release).
 struct MeasureShares {
   double one_way = 1, selection = 0;  // 1, 0: 1-way histograms only, at sigma_m
-  bool tree = false;
   bool pairs() const { return selection > 0; }
-  double RoundEpsilon(double sigma_m, int rounds) const {
-    return std::sqrt(4.0 * selection / double(std::max(1, rounds))) / sigma_m;
-  }
   double OneWayNoise(double sigma_m) const { return sigma_m / std::sqrt(one_way); }
   double SelectionNoise(double sigma_m) const { return sigma_m / std::sqrt(selection); }
   double TargetNoise(double sigma_m) const {
@@ -171,23 +157,6 @@ struct MeasureShares {
 // else 0.2 / 0.2 (measured on penguins, mpg and telco_churn: docs/privacy.md).
 MeasureShares SharesFor(int64_t n, double sigma_m, int columns);
 
-// The exponential mechanism: index i drawn with probability proportional to
-// exp(epsilon score_i / (2 sensitivity)) (epsilon-DP when each score moves by
-// at most `sensitivity` between neighbouring data), the uniform draw from
-// `noise` (Phi of one secure Gaussian). score must not be empty.
-size_t ExponentialPick(const std::vector<double>& score, double epsilon, double sensitivity,
-                       SecureGaussian* noise);
-// MST's spanning tree: all_pairs holds the exact counts of every pair
-// (AllPairs order, geometry of `estimate`), estimate the same cells as
-// predicted by the 1-way release; each of the columns - 1 rounds picks
-// (ExponentialPick at round_epsilon, sensitivity 1) among the pairs joining
-// two parts, by |counts - estimate|_1 - sqrt(2 / pi) penalty_stddev cells.
-// Returns each column's earlier tree neighbours (the parents).
-std::vector<std::vector<int>> ChooseTree(const std::vector<ColumnMarginal>& all_pairs,
-                                         const std::vector<ColumnMarginal>& estimate, int columns,
-                                         double round_epsilon, double penalty_stddev,
-                                         SecureGaussian* noise);
-
 struct MeasureOptions {
   int pairs = 0;            // parents per column (0: 1-way targets only)
   int max_groups = 10;      // id groups per column of a 2-way table, at most
@@ -197,7 +166,6 @@ struct MeasureOptions {
 struct MeasureReport {
   MeasureShares shares;    // how the release was spent (dp)
   int groups = 0;          // id groups per column used (pairs)
-  int rounds = 0;          // tree: the exponential mechanism's rounds (pairs of the tree)
   double noisy_n = 0;      // the records as the 1-way histograms count them (noisy under dp)
   int64_t skipped = 0;     // records that do not encode
   // "the 1-way histograms at noise multiplier ..., ..." (dp), for the log and model_params.json.
