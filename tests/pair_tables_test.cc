@@ -399,6 +399,9 @@ TEST(PairAccounting, DefaultSplitMeetsTheTarget) {
   EXPECT_EQ(DefaultMarginalShare(1.0), 0.8);
   EXPECT_EQ(DefaultMarginalShare(4.0), 0.65);
   EXPECT_EQ(DefaultMarginalShare(10.0), 0.5);
+  EXPECT_EQ(DefaultMarginalShare(10.0, 5634), 0.5);
+  EXPECT_EQ(DefaultMarginalShare(4.0, 275), 0.8);  // few records: most to the marginals
+  EXPECT_EQ(DefaultMarginalShare(10.0, 999), 0.8);
   DpSettings s;
   s.dp = true;
   s.dp_target_epsilon = 1.0;
