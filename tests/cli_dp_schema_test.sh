@@ -68,11 +68,12 @@ python3 -c "import json; j=json.load(open('$TMP/s.json')); j['columns'].pop(); j
 out=$("$DS" train --input "$TMP/t.csv" --model-dir "$TMP/b" --dp --schema "$TMP/short.json" "${SMALL[@]}" 2>&1); rc=$?
 [ $rc -eq 2 ] && [[ $out == *"column 8 is '(none)' but the data's header has 'year'"* ]] &&
   pass "schema against the header" || fail "header check (rc $rc): $out"
-# Calibration (on by default under dp, with pairs; the default share at
-# epsilon 4 is 0.65): the marginal release is part of the accounted epsilon.
+# Calibration (on by default under dp, with pairs; the default share for
+# fewer than 1,000 records is 0.8): the marginal release is part of the
+# accounted epsilon.
 "$DS" train --input "$TMP/t.csv" --model-dir "$TMP/c" --dp --dp-target-epsilon 4 --schema "$TMP/s.json" "${SMALL[@]}" 2>"$TMP/log3" &&
-  grep -q "calibrate_pairs 3, dp_marginal_share 0.65" "$TMP/log3" &&
-  grep -q "marginals Gaussian sigma=.*(alone eps=2.6); delta=.* -> composed eps=4 " "$TMP/log3" &&
+  grep -q "calibrate_pairs 3, dp_marginal_share 0.8" "$TMP/log3" &&
+  grep -q "marginals Gaussian sigma=.*(alone eps=3.2); delta=.* -> composed eps=4 " "$TMP/log3" &&
   grep -Eq "calibrate: mean total variation distance of the [0-9]+ marginals \([1-9][0-9]* of them 2-way\)" "$TMP/log3" &&
   [ -s "$TMP/c/pair_tables.bin" ] &&
   pass "calibrate under dp: epsilon split reported" || fail "calibrate: $(grep -E 'DP|calib|error' "$TMP/log3")"

@@ -150,6 +150,54 @@ TEST(PairTables, CalibrationSamplesShrinkForLongRecordsOnly) {
   EXPECT_EQ(CalibrationSamples(0, 0), 4000);              // no records: the default
 }
 
+// A 1-way cell with groups (`within`) fits each id's share inside its group
+// and leaves the groups' totals to the tables (on a zero network n starts
+// uniform over its 10 ids): 1 takes group 0, 7 takes group 1, still half each.
+TEST(PairTables, CalibrateFitsTheShapeWithinGroups) {
+  auto tok = TwoColumns();
+  NetworkSpec spec;
+  spec.vocab_size = tok->vocab_size();
+  spec.embedding_dim = 4;
+  spec.rnn_units = 4;
+  spec.num_layers = 1;
+  std::vector<float> params(ParamLayout::For(spec).total, 0.0f);
+  std::vector<ColumnMarginal> one = MarginalCells(*tok);
+  ASSERT_EQ(one[1].hi - one[1].lo, 10);
+  ColumnMarginal n = one[1];
+  n.within = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1};
+  n.p = {0, 0.3, 0, 0, 0, 0, 0, 0.7, 0, 0};
+  CalibrateOptions o;
+  o.samples = 3000;
+  CalibrateReport rep;
+  PairTables pairs;
+  ASSERT_TRUE(Calibrate(*tok, {"x", "n", "y"}, ',', spec, params.data(), {n}, o, &rep, &pairs).ok());
+  EXPECT_TRUE(pairs.tables.empty());
+  auto recs = GenerateForCalibration(*tok, {"x", "n", "y"}, ',', spec, params.data(), o, 99);
+  ASSERT_TRUE(recs.ok());
+  std::vector<double> count(10, 0.0);
+  for (const auto& r : *recs) count[size_t(std::stoi(r[1]))] += 1;
+  const double g0 = count[0] + count[1] + count[2] + count[3] + count[4];
+  const double g1 = count[5] + count[6] + count[7] + count[8] + count[9];
+  EXPECT_GT(count[1] / g0, 0.9);
+  EXPECT_GT(count[7] / g1, 0.9);
+  // The groups' totals are left alone (a plain 1-way step would move them to 0.3 / 0.7).
+  EXPECT_NEAR(g0 / (g0 + g1), 0.5, 0.05);
+}
+
+// The bins outside the run around the largest one are noise; the missing
+// spelling (before `start`) stays.
+TEST(PairTables, KeepContiguousDropsFarCells) {
+  std::vector<double> p = {5, 0, 9, 0, 20, 30, 15, 0, 8, 1};
+  KeepContiguous(&p, 1, 5);
+  EXPECT_EQ(p, (std::vector<double>{5, 0, 0, 0, 20, 30, 15, 0, 0, 0}));
+  std::vector<double> two = {0, 40, 0, 4, 3, 30, 9, 0};  // two modes, each with its run
+  KeepContiguous(&two, 0, 5);
+  EXPECT_EQ(two, (std::vector<double>{0, 40, 0, 0, 0, 30, 9, 0}));
+  std::vector<double> low = {1, 2, 3};
+  KeepContiguous(&low, 0, 5);  // nothing above the threshold: kept
+  EXPECT_EQ(low, (std::vector<double>{1, 2, 3}));
+}
+
 TEST(PairTables, ChooseParentsFindsTheDependentColumn) {
   auto tok = TwoColumns();
   std::vector<ColumnMarginal> one = MarginalCells(*tok);
@@ -343,6 +391,7 @@ TEST(PairAccounting, TwoMeasurementsMatchDpAccounting) {
       }
       EXPECT_NEAR(spent.GetEpsilon(v.delta).epsilon, v.epsilon, 1e-9 * v.epsilon) << v.line << " n " << n;
     }
+
   }
   EXPECT_EQ(rows.size(), 5u);
   // The rule's three regimes (r = n / (sigma_m sqrt(28)) for 8 columns).
@@ -358,6 +407,9 @@ TEST(PairAccounting, DefaultSplitMeetsTheTarget) {
   EXPECT_EQ(DefaultMarginalShare(1.0), 0.8);
   EXPECT_EQ(DefaultMarginalShare(4.0), 0.65);
   EXPECT_EQ(DefaultMarginalShare(10.0), 0.5);
+  EXPECT_EQ(DefaultMarginalShare(10.0, 5634), 0.5);
+  EXPECT_EQ(DefaultMarginalShare(4.0, 275), 0.8);  // few records: most to the marginals
+  EXPECT_EQ(DefaultMarginalShare(10.0, 999), 0.8);
   DpSettings s;
   s.dp = true;
   s.dp_target_epsilon = 1.0;

@@ -79,8 +79,8 @@ Result<DpPlan> PlanDp(const DpSettings& s, int64_t num_records, int64_t batch_si
   return p;
 }
 
-double DefaultMarginalShare(double target_epsilon) {
-  if (target_epsilon <= 2) return 0.8;
+double DefaultMarginalShare(double target_epsilon, int64_t records) {
+  if (target_epsilon <= 2 || (records > 0 && records < kDpFewRecords)) return 0.8;
   if (target_epsilon <= 5) return 0.65;
   return 0.5;
 }

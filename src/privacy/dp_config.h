@@ -77,8 +77,11 @@ Result<DpPlan> PlanDp(const DpSettings& s, int64_t num_records, int64_t batch_si
 
 // The share of a target epsilon the calibration marginals get by default
 // under dp (measured on telco_churn, docs/privacy.md): most of a small
-// budget, half of a large one.
-double DefaultMarginalShare(double target_epsilon);
+// budget, half of a large one; most of any budget for fewer than
+// kDpFewRecords records (0: not known), where DP-SGD's few dozen noisy steps
+// learn little beyond what the measured marginals carry (penguins, mpg).
+inline constexpr int64_t kDpFewRecords = 1000;
+double DefaultMarginalShare(double target_epsilon, int64_t records = 0);
 
 // One line for logs: "DP-SGD: q=0.0043 sigma=1.10 clip=1.0 steps=14063 delta=1e-05 -> eps=2.92
 // (order 17)".

@@ -87,6 +87,32 @@ void PairStep(const ColumnMarginal& t, const ColumnMarginal& g, double pseudo, d
   }
 }
 
+// A numeric or datetime column: its first tokens, after the missing
+// spellings (Missing of them), are bins or years in order.
+bool Ordered(const FieldTokenizer& tok, const ColumnMarginal& m) {
+  return tok.columns()[size_t(m.column)].type.type != FieldType::kCategorical;
+}
+size_t Missing(const FieldTokenizer& tok, const ColumnMarginal& m) {
+  return tok.columns()[size_t(m.column)].missing.size();
+}
+
+// One fitting step of a 1-way cell with groups (`within`): each id's share of
+// its group, the groups' totals left to the tables.
+void WithinStep(const ColumnMarginal& t, const ColumnMarginal& g, double e, float* bias) {
+  const int groups = t.within.empty() ? 0 : *std::max_element(t.within.begin(), t.within.end()) + 1;
+  std::vector<double> tg(size_t(groups), 0.0), gg(size_t(groups), 0.0);
+  for (size_t i = 0; i < t.p.size(); ++i) {
+    tg[size_t(t.within[i])] += t.p[i];
+    gg[size_t(t.within[i])] += g.p[i];
+  }
+  for (size_t i = 0; i < t.p.size(); ++i) {
+    const int k = t.within[i];
+    if (!(tg[size_t(k)] > 0) || !(gg[size_t(k)] > 0)) continue;
+    const double step = std::log(t.p[i] / tg[size_t(k)] + e) - std::log(g.p[i] / gg[size_t(k)] + e);
+    bias[size_t(t.lo) + i] += float(std::clamp(step, -CalibrateOptions::kMaxStep, CalibrateOptions::kMaxStep));
+  }
+}
+
 }  // namespace
 
 Result<std::vector<std::vector<std::string>>> GenerateForCalibration(
@@ -302,6 +328,26 @@ void CountMarginals(const FieldTokenizer& tok, const std::vector<std::vector<std
   }
 }
 
+void KeepContiguous(std::vector<double>* p, size_t start, double threshold) {
+  std::vector<double>& v = *p;
+  if (start >= v.size()) return;
+  size_t top = start;
+  for (size_t i = start; i < v.size(); ++i)
+    if (v[i] > v[top]) top = i;
+  if (!(v[top] > threshold)) return;
+  // Seeds: the cells above 3 thresholds (the largest when none is), each
+  // grown over its neighbours above one.
+  std::vector<char> keep(v.size(), 0);
+  for (size_t i = start; i < v.size(); ++i) {
+    if (!(v[i] > 3 * threshold) && i != top) continue;
+    keep[i] = 1;
+    for (size_t j = i; j > start && v[j - 1] > threshold && !keep[j - 1]; --j) keep[j - 1] = 1;
+    for (size_t j = i + 1; j < v.size() && v[j] > threshold && !keep[j]; ++j) keep[j] = 1;
+  }
+  for (size_t i = start; i < v.size(); ++i)
+    if (!keep[i]) v[i] = 0;
+}
+
 void ProjectToTotal(std::vector<double>* p) {
   double total = 0;
   for (double v : *p) total += v;
@@ -381,7 +427,20 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
   if (o.pairs > 0 && one.size() >= 2)
     sh = dp ? SharesFor(int64_t(records.size()), o.sigma_m, int(one.size()))
             : MeasureShares{0.2, 0.2};  // (no noise: any split)
-  if (dp) AddMarginalNoise(&one, sh.OneWayNoise(o.sigma_m), noise);
+  // dp with pairs: the ordered columns' far noise cells dropped (KeepContiguous)
+  // for the groups and the shapes inside them; `kept` (projected only) are the
+  // targets of the columns without parents.
+  std::vector<ColumnMarginal> kept;
+  if (dp) {
+    AddMarginalNoise(&one, sh.OneWayNoise(o.sigma_m), noise, /*project=*/false);
+    const double stddev = sh.OneWayNoise(o.sigma_m) * std::sqrt(double(one.size()));
+    kept = one;
+    for (size_t i = 0; i < one.size(); ++i) {
+      ProjectToTotal(&kept[i].p);
+      if (sh.pairs() && Ordered(tok, one[i])) KeepContiguous(&one[i].p, Missing(tok, one[i]), stddev);
+      ProjectToTotal(&one[i].p);
+    }
+  }
   if (!sh.pairs()) {
     Normalize(&one);
     *targets = std::move(one);
@@ -438,8 +497,15 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
     }
   }
   targets->clear();
-  for (size_t i = 0; i < one.size(); ++i)  // a column with parents: its 2-way targets only
-    if (parents[i].empty()) targets->push_back(one[i]);
+  // A column with parents: its 2-way targets, and under dp for an ordered
+  // column its 1-way shape inside their groups (the network, trained on few
+  // noisy steps, spreads a group's mass over all of its ids: far outside the
+  // data with generous bounds).
+  for (size_t i = 0; i < one.size(); ++i) {
+    if (!parents[i].empty() && !(dp && Ordered(tok, one[i]))) continue;
+    targets->push_back(dp && parents[i].empty() ? kept[i] : one[i]);
+    if (!parents[i].empty()) targets->back().within = group_of[i];
+  }
   for (ColumnMarginal& m : pairs) targets->push_back(std::move(m));
   Normalize(targets);
   return Status::Ok();
@@ -509,6 +575,10 @@ Status Calibrate(const FieldTokenizer& tok, const std::vector<std::string>& head
       if (table_of[k] >= 0) {
         PairStep(t, got[k], o.pseudo, e, 1.0 / per_child[size_t(t.column)],
                  &tables->tables[size_t(table_of[k])]);
+        continue;
+      }
+      if (!t.within.empty()) {
+        WithinStep(t, got[k], e, bias);
         continue;
       }
       for (size_t i = 0; i < t.p.size(); ++i) {

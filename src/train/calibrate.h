@@ -59,6 +59,11 @@ struct ColumnMarginal {
   // Optional explicit groups (PairTable::row_of, col_of): the group of each
   // parent id [phi - plo] and child id [hi - lo]; empty: contiguous uniform.
   std::vector<int32_t> row_of, col_of;
+  // 1-way only, optional: the groups of the column's 2-way tables (one per id);
+  // the cell then fits only each id's share within its group (the tables
+  // move the groups, this the ids inside them: their shape from the 1-way
+  // release rather than from the network).
+  std::vector<int32_t> within;
   std::vector<double> p;  // [rows * cols]: counts, or a distribution (sums to 1)
   PairTable Shape() const;  // the geometry as a table (w zero)
 };
@@ -110,6 +115,15 @@ void CountMarginals(const FieldTokenizer& tok, const std::vector<std::vector<std
 // tables of its noisy total (ProjectToTotal). Call Normalize after.
 void AddMarginalNoise(std::vector<ColumnMarginal>* cells, double noise_multiplier,
                       SecureGaussian* noise, bool project = true);
+// An ordered histogram's cells from `start` on (a numeric column's bins, a
+// datetime's years; the missing spellings before them kept) set to 0 outside
+// the contiguous runs of cells above `threshold` around the cells above 3 x
+// `threshold` (around the largest cell when none is; two modes far apart,
+// such as mpg's years 1999 and 2008, both stay):
+// under dp the generous public bounds leave many empty cells whose noise
+// would put values far outside the data (post-processing). Nothing when no
+// cell is above the threshold.
+void KeepContiguous(std::vector<double>* p, size_t start, double threshold);
 // The nearest (Euclidean) table >= 0 with the same sum: p_i -> max(0, p_i - c)
 // for the one c that keeps the sum (a noisy table's sum is unbiased for the
 // records; clamping at 0 alone would add the noise's positive half of every

@@ -705,7 +705,7 @@ class TrainRun {
     choose("calibrate", &cfg_.calibrate, true);
     choose("calibrate_pairs", &cfg_.calibrate_pairs, kDpCalibrateParents);
     if (cfg_.dp_target_epsilon > 0)
-      choose("dp_marginal_share", &cfg_.dp_marginal_share, DefaultMarginalShare(cfg_.dp_target_epsilon));
+      choose("dp_marginal_share", &cfg_.dp_marginal_share, DefaultMarginalShare(cfg_.dp_target_epsilon, n));
     if (!set.empty())
       obs_.OnInfo(fmt::format("dp: DP-SGD defaults for settings not given: {}", fmt::join(set, ", ")));
   }
