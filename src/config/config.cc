@@ -214,10 +214,12 @@ void AddPrivacyKeys(KeyTable& add) {
          "`datasynth schema` writes a template)")
       .extra = CheckSchemaPath;
   DS_KEY(calibrate, T::kBool, G::kTraining,
-         "after training, match the generated per-column marginals to the measured ones");
+         "after training, match the generated per-column marginals to the measured ones (the "
+         "field tokenizer's default, with calibrate_pairs 3; also under dp)");
   Ints(DS_KEY(calibrate_pairs, T::kInt, G::kTraining,
               "calibrate: measure each column jointly with up to this many earlier columns and "
-              "correct those pairs (pair_tables.bin; 0 = 1-way marginals only)"),
+              "correct those pairs (pair_tables.bin; 0 = 1-way marginals only; 3 for the field "
+              "tokenizer and under dp)"),
        0, 64);
   Ints(DS_KEY(calibrate_groups, T::kInt, G::kTraining,
               "calibrate_pairs: groups of values per column in a 2-way table"),
