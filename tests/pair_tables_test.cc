@@ -40,6 +40,16 @@ std::unique_ptr<FieldTokenizer> TwoColumns() {
   return std::move(tok).value();
 }
 
+// A one-layer network of 4 units over tok's vocabulary (the tests zero its weights).
+NetworkSpec TinySpec(const FieldTokenizer& tok) {
+  NetworkSpec spec;
+  spec.vocab_size = tok.vocab_size();
+  spec.embedding_dim = 4;
+  spec.rnn_units = 4;
+  spec.num_layers = 1;
+  return spec;
+}
+
 // A table for child y (column 2) given parent x (column 0): 2 x 3 cells.
 PairTable XyTable(const FieldTokenizer& tok) {
   PairTable t;
@@ -101,11 +111,7 @@ TEST(PairTables, CalibrateFitsAConditionalOnAZeroNetwork) {
   // legal ids, so y does not depend on x until the table makes it: the fitted
   // rows must approach log t(y | x) up to a constant per row.
   auto tok = TwoColumns();
-  NetworkSpec spec;
-  spec.vocab_size = tok->vocab_size();
-  spec.embedding_dim = 4;
-  spec.rnn_units = 4;
-  spec.num_layers = 1;
+  const NetworkSpec spec = TinySpec(*tok);
   std::vector<float> params(ParamLayout::For(spec).total, 0.0f);
   std::vector<ColumnMarginal> one = MarginalCells(*tok);
   ASSERT_EQ(one.size(), 3u);  // x, n, y
@@ -155,11 +161,7 @@ TEST(PairTables, CalibrationSamplesShrinkForLongRecordsOnly) {
 // uniform over its 10 ids): 1 takes group 0, 7 takes group 1, still half each.
 TEST(PairTables, CalibrateFitsTheShapeWithinGroups) {
   auto tok = TwoColumns();
-  NetworkSpec spec;
-  spec.vocab_size = tok->vocab_size();
-  spec.embedding_dim = 4;
-  spec.rnn_units = 4;
-  spec.num_layers = 1;
+  const NetworkSpec spec = TinySpec(*tok);
   std::vector<float> params(ParamLayout::For(spec).total, 0.0f);
   std::vector<ColumnMarginal> one = MarginalCells(*tok);
   ASSERT_EQ(one[1].hi - one[1].lo, 10);
