@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "backend/registry.h"
 #include "generate/field_filter.h"
@@ -524,14 +525,43 @@ std::string MeasureReport::Describe(double sigma_m) const {
 std::string CalibrateReport::Describe() const {
   return fmt::format(
       "calibrate: mean total variation distance of the {} marginals ({} of them 2-way) to the "
-      "targets {:.4f} -> {:.4f}{}{}",
-      cells, pairs, tvd_before, tvd_after, links.empty() ? "" : "; pairs: ", fmt::join(links, ", "));
+      "targets {:.4f} -> {:.4f} (iteration {} kept){}{}",
+      cells, pairs, tvd_before, tvd_after, kept_iteration, links.empty() ? "" : "; pairs: ",
+      fmt::join(links, ", "));
 }
 
 int64_t CalibrationSamples(int64_t tokens, int64_t records) {
   const int64_t per_record = std::max<int64_t>(1, tokens / std::max<int64_t>(1, records));
   return std::clamp<int64_t>(kCalibrateTokens / per_record, 1000, CalibrateOptions{}.samples);
 }
+
+namespace {
+
+// One fitting step of every cell: a 2-way cell moves its table, a 1-way cell with
+// groups its ids' shares within their groups, any other 1-way cell its ids' biases.
+void CalibrationSteps(const std::vector<ColumnMarginal>& targets,
+                      const std::vector<ColumnMarginal>& got, const std::vector<int>& table_of,
+                      const std::vector<int>& per_child, const CalibrateOptions& o, double e,
+                      float* bias, PairTables* tables) {
+  for (size_t k = 0; k < got.size(); ++k) {
+    const ColumnMarginal& t = targets[k];
+    if (table_of[k] >= 0) {
+      PairStep(t, got[k], o.pseudo, e, 1.0 / per_child[size_t(t.column)],
+               &tables->tables[size_t(table_of[k])]);
+      continue;
+    }
+    if (!t.within.empty()) {
+      WithinStep(t, got[k], e, bias);
+      continue;
+    }
+    for (size_t i = 0; i < t.p.size(); ++i) {
+      const double step = std::log(t.p[i] + e) - std::log(got[k].p[i] + e);
+      bias[size_t(t.lo) + i] += float(std::clamp(step, -o.kMaxStep, o.kMaxStep));
+    }
+  }
+}
+
+}  // namespace
 
 Status Calibrate(const FieldTokenizer& tok, const std::vector<std::string>& header, char delimiter,
                  const NetworkSpec& spec, float* params, const std::vector<ColumnMarginal>& targets,
@@ -559,6 +589,12 @@ Status Calibrate(const FieldTokenizer& tok, const std::vector<std::string>& head
   report->pairs = int(tables->tables.size());
   std::shared_ptr<const PairTables> applied;
   if (!tables->tables.empty()) applied = tables;
+  // The measured best state is kept: a step can overshoot, and on a column of many
+  // cells (vega_zipcodes) the last iteration measured worse than the first.
+  const size_t nb = size_t(spec.vocab_size);
+  std::vector<float> best_bias(bias, bias + nb);
+  PairTables best_tables = *tables;
+  double best = std::numeric_limits<double>::infinity();
   for (int it = 0; it <= o.iterations; ++it) {
     DS_ASSIGN_OR_RETURN(auto recs, GenerateForCalibration(tok, header, delimiter, spec, params, o,
                                                           o.seed + uint64_t(it) * 7919u, applied));
@@ -568,26 +604,18 @@ Status Calibrate(const FieldTokenizer& tok, const std::vector<std::string>& head
     Normalize(&got);
     const double tvd = MeanTvd(got, targets);
     if (it == 0) report->tvd_before = tvd;
-    report->tvd_after = tvd;
-    if (it == o.iterations) break;
-    for (size_t k = 0; k < got.size(); ++k) {
-      const ColumnMarginal& t = targets[k];
-      if (table_of[k] >= 0) {
-        PairStep(t, got[k], o.pseudo, e, 1.0 / per_child[size_t(t.column)],
-                 &tables->tables[size_t(table_of[k])]);
-        continue;
-      }
-      if (!t.within.empty()) {
-        WithinStep(t, got[k], e, bias);
-        continue;
-      }
-      for (size_t i = 0; i < t.p.size(); ++i) {
-        const double step = std::log(t.p[i] + e) - std::log(got[k].p[i] + e);
-        bias[size_t(t.lo) + i] += float(std::clamp(step, -o.kMaxStep, o.kMaxStep));
-      }
+    if (tvd < best) {
+      best = tvd;
+      report->kept_iteration = it;
+      best_bias.assign(bias, bias + nb);
+      best_tables = *tables;
     }
+    if (it == o.iterations) break;
+    CalibrationSteps(targets, got, table_of, per_child, o, e, bias, tables.get());
   }
-  if (pairs) *pairs = *tables;
+  report->tvd_after = best;
+  std::copy(best_bias.begin(), best_bias.end(), bias);
+  if (pairs) *pairs = std::move(best_tables);
   return Status::Ok();
 }
 

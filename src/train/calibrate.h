@@ -205,6 +205,7 @@ int64_t CalibrationSamples(int64_t tokens, int64_t records);
 
 struct CalibrateReport {
   double tvd_before = 0, tvd_after = 0;  // mean total variation distance to the targets
+  int kept_iteration = 0;                 // the measured best (0: the model as trained)
   int cells = 0, pairs = 0;               // marginals, and the 2-way ones among them
   std::vector<std::string> links;         // "child<-parent" per 2-way marginal
   std::string Describe() const;
@@ -213,8 +214,9 @@ struct CalibrateReport {
 // Adjusts params' dense.b (layout of `spec`) in place for the 1-way cells
 // and sets *pairs to one fitted table per 2-way cell (none: empty; pairs may
 // be null only when there is none). `targets` are distributions over
-// MarginalCells(tok) or WithParents(...) cells. The last measurement is the
-// model before the last update: tvd_after comes from one more generation.
+// MarginalCells(tok) or WithParents(...) cells. Every iteration measures the
+// model and then steps; the state that measured best is kept (kept_iteration, its
+// distance tvd_after <= tvd_before), the model as trained when no step helped.
 Status Calibrate(const FieldTokenizer& tok, const std::vector<std::string>& header, char delimiter,
                  const NetworkSpec& spec, float* params, const std::vector<ColumnMarginal>& targets,
                  const CalibrateOptions& options, CalibrateReport* report,
