@@ -247,6 +247,11 @@ TEST_F(CsvTest, SniffDelimiterKeepsTheNameUnlessTheLinesSayOtherwise) {
   EXPECT_EQ(SniffDelimiterOf("a,b,c\n1;2,x;y,3\n4,5,z\n", ','), ',');
   // Quoted fields may hold the other candidates and newlines.
   EXPECT_EQ(SniffDelimiterOf("a;b\n\"x,y,z\";1\n\"p,\nq\";2\n", ','), ';');
+  EXPECT_EQ(SniffDelimiterOf("a;b\n\"say \"\"x;y\"\"\";1\n2;3\n", ','), ';');  // doubled quotes
+  // A quote inside an unquoted field is a literal (as the reader takes it), not an opening.
+  // (read as openings, the two quotes below would merge rows 1-2 and ';' would not fit)
+  EXPECT_EQ(SniffDelimiterOf("in;name;k\n5\";tv;1\n6;p\";2\n7;r;3\n8;t;4\n", ','), ';');
+  EXPECT_EQ(SniffDelimiterOf("in;name;k\nab\"\"c;tv;1\n6;p\";2\n7;r;3\n8;t;4\n", ','), ';');
   EXPECT_EQ(SniffDelimiterOf("a\tb\tc\n1\t2\t3\n", ','), '\t');
   EXPECT_EQ(SniffDelimiterOf("a|b\n1|2\n", ','), '|');
   // One column, or no candidate that fits: the file name's choice stands.

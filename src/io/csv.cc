@@ -310,21 +310,27 @@ std::vector<size_t> SampleFieldCounts(std::string_view sample, char d, bool whol
                                       size_t max_records) {
   std::vector<size_t> counts;
   size_t fields = 1;
-  bool quoted = false, any = false;
+  bool quoted = false, any = false, field_start = true, closed = false;
   for (size_t i = 0; i < sample.size() && counts.size() < max_records; ++i) {
     const char c = sample[i];
     if (quoted) {
-      if (c == '"') quoted = false;  // a doubled quote re-enters at the next '"'
+      if (c == '"') quoted = false, closed = true;  // a doubled quote re-enters below
       continue;
     }
-    if (c == '"') {
+    // As the reader: a quote opens a quoted field at the field's start, or re-enters it
+    // right after its closing quote (a doubled quote); elsewhere it is a literal.
+    const bool reopen = field_start || closed;
+    field_start = closed = false;
+    if (c == '"' && reopen) {
       quoted = true;
     } else if (c == d) {
       ++fields;
+      field_start = true;
     } else if (c == '\n' || c == '\r') {
       if (any || fields > 1) counts.push_back(fields);  // blank lines are skipped
       fields = 1;
       any = false;
+      field_start = true;
       continue;
     }
     any = true;

@@ -56,7 +56,7 @@ constexpr double kFieldLearningRate = 0.003;
 // Parents per column of the pair calibration: under dp (docs/privacy.md), and
 // the field tokenizer's default without dp (docs/typed_fields.md "Pair
 // calibration": small tables' 2-way structure, which the network misses).
-constexpr int kDpCalibrateParents = 3;
+constexpr int kCalibrateParents = 3;
 
 bool IsLossMetric(const std::string& m) { return m == "loss" || m == "val_loss"; }
 
@@ -703,7 +703,7 @@ class TrainRun {
     // Measured marginals (with a schema's field tokenizer; train/calibrate.h):
     // 2-way tables fix the relations DP-SGD learns worst (docs/privacy.md).
     choose("calibrate", &cfg_.calibrate, true);
-    choose("calibrate_pairs", &cfg_.calibrate_pairs, kDpCalibrateParents);
+    choose("calibrate_pairs", &cfg_.calibrate_pairs, kCalibrateParents);
     if (cfg_.dp_target_epsilon > 0)
       choose("dp_marginal_share", &cfg_.dp_marginal_share, DefaultMarginalShare(cfg_.dp_target_epsilon, n));
     if (!set.empty())
@@ -743,7 +743,7 @@ class TrainRun {
     // -> 79.5 with it (docs/quality.md "Unseen tables"). Under dp, ApplyDpDefaults.
     if (!cfg_.dp) {
       choose("calibrate", &cfg_.calibrate, true);
-      choose("calibrate_pairs", &cfg_.calibrate_pairs, kDpCalibrateParents);
+      choose("calibrate_pairs", &cfg_.calibrate_pairs, kCalibrateParents);
     }
     if (!set.empty())
       obs_.OnInfo(fmt::format("field tokenizer: network defaults for settings not given: {}",
