@@ -236,20 +236,15 @@ void Pca2::Project(const double* v, double* out) const {
   }
 }
 
-Pca2 FitPca2(const std::vector<double>& x, size_t n, size_t d) {
-  DS_CHECK(x.size() == n * d);
-  Pca2 p;
-  p.dim = d;
-  p.mean.assign(d, 0.0);
-  p.components.assign(2 * d, 0.0);
-  if (d == 0 || n < 2) return p;
-  for (size_t i = 0; i < n; ++i)
-    for (size_t j = 0; j < d; ++j) p.mean[j] += x[i * d + j];
-  for (double& m : p.mean) m /= double(n);
-  // cov: [d, d], upper triangle accumulated, then mirrored.
+namespace {
+
+// The sample covariance [d, d] of the rows x [n, d] about `mean` [d].
+std::vector<double> Covariance(const std::vector<double>& x, size_t n, size_t d,
+                               const std::vector<double>& mean) {
+  // Upper triangle accumulated, then mirrored.
   std::vector<double> cov(d * d, 0.0), row(d);
   for (size_t i = 0; i < n; ++i) {
-    for (size_t j = 0; j < d; ++j) row[j] = x[i * d + j] - p.mean[j];
+    for (size_t j = 0; j < d; ++j) row[j] = x[i * d + j] - mean[j];
     for (size_t a = 0; a < d; ++a) {
       const double ra = row[a];
       if (ra == 0) continue;
@@ -262,6 +257,69 @@ Pca2 FitPca2(const std::vector<double>& x, size_t n, size_t d) {
       cov[a * d + b] /= double(n - 1);
       cov[b * d + a] = cov[a * d + b];
     }
+  return cov;
+}
+
+// One subspace-iteration product: z = cov q, and the symmetric Rayleigh-Ritz matrix
+// b = q^T cov q [k, k] (q, z: [d, k]).
+void RayleighRitz(const std::vector<double>& cov, const std::vector<double>& q, size_t d, int k,
+                  std::vector<double>* z, std::vector<double>* b) {
+  std::fill(z->begin(), z->end(), 0.0);
+  for (size_t r = 0; r < d; ++r) {
+    const double* cr = &cov[r * d];
+    double* zr = &(*z)[r * size_t(k)];
+    for (size_t s = 0; s < d; ++s) {
+      const double c = cr[s];
+      const double* qs = &q[s * size_t(k)];
+      for (int j = 0; j < k; ++j) zr[j] += c * qs[j];
+    }
+  }
+  for (int a = 0; a < k; ++a)
+    for (int c = 0; c < k; ++c) {
+      double s = 0;
+      for (size_t r = 0; r < d; ++r) s += q[r * size_t(k) + a] * (*z)[r * size_t(k) + c];
+      (*b)[size_t(a) * k + c] = s;
+    }
+  for (int a = 0; a < k; ++a)
+    for (int c = a + 1; c < k; ++c)
+      (*b)[size_t(a) * k + c] = (*b)[size_t(c) * k + a] =
+          0.5 * ((*b)[size_t(a) * k + c] + (*b)[size_t(c) * k + a]);
+}
+
+// Ritz vector c = q vecs[:, c] into comp [d], unit length, its sign fixed: the first
+// entry within rounding of the largest magnitude is positive.
+void RitzVector(const std::vector<double>& q, const std::vector<double>& vecs, size_t d, int k,
+                int c, double* comp) {
+  for (size_t r = 0; r < d; ++r) {
+    double s = 0;
+    for (int j = 0; j < k; ++j) s += q[r * size_t(k) + j] * vecs[size_t(j) * k + c];
+    comp[r] = s;
+  }
+  double norm = 0, big = 0;
+  for (size_t r = 0; r < d; ++r) {
+    norm += comp[r] * comp[r];
+    big = std::max(big, std::fabs(comp[r]));
+  }
+  double lead = 0;
+  for (size_t r = 0; r < d && lead == 0; ++r)
+    if (std::fabs(comp[r]) >= big * (1 - 1e-9)) lead = comp[r];
+  double f = (lead < 0 ? -1 : 1) / std::sqrt(std::max(norm, 1e-300));
+  for (size_t r = 0; r < d; ++r) comp[r] *= f;
+}
+
+}  // namespace
+
+Pca2 FitPca2(const std::vector<double>& x, size_t n, size_t d) {
+  DS_CHECK(x.size() == n * d);
+  Pca2 p;
+  p.dim = d;
+  p.mean.assign(d, 0.0);
+  p.components.assign(2 * d, 0.0);
+  if (d == 0 || n < 2) return p;
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < d; ++j) p.mean[j] += x[i * d + j];
+  for (double& m : p.mean) m /= double(n);
+  const std::vector<double> cov = Covariance(x, n, d, p.mean);
   for (size_t a = 0; a < d; ++a) p.total_variance += cov[a * d + a];
 
   // Subspace iteration on k >= 2 vectors (more vectors converge faster:
@@ -273,29 +331,10 @@ Pca2 FitPca2(const std::vector<double>& x, size_t n, size_t d) {
   Orthonormalize(&q, d, k, &rng);
   std::vector<double> vals, vecs, b(size_t(k) * k);
   double prev0 = -1, prev1 = -1;
+  const double scale = std::max(p.total_variance, 1e-300);
   for (int iter = 0; iter < 3000; ++iter) {
-    std::fill(z.begin(), z.end(), 0.0);
-    for (size_t r = 0; r < d; ++r) {  // z = cov q
-      const double* cr = &cov[r * d];
-      double* zr = &z[r * size_t(k)];
-      for (size_t s = 0; s < d; ++s) {
-        const double c = cr[s];
-        const double* qs = &q[s * size_t(k)];
-        for (int j = 0; j < k; ++j) zr[j] += c * qs[j];
-      }
-    }
-    for (int a = 0; a < k; ++a)  // b = q^T cov q (Rayleigh-Ritz)
-      for (int c = 0; c < k; ++c) {
-        double s = 0;
-        for (size_t r = 0; r < d; ++r) s += q[r * size_t(k) + a] * z[r * size_t(k) + c];
-        b[size_t(a) * k + c] = s;
-      }
-    for (int a = 0; a < k; ++a)
-      for (int c = a + 1; c < k; ++c)
-        b[size_t(a) * k + c] = b[size_t(c) * k + a] =
-            0.5 * (b[size_t(a) * k + c] + b[size_t(c) * k + a]);
+    RayleighRitz(cov, q, d, k, &z, &b);
     SymmetricEigen(b, k, &vals, &vecs);
-    const double scale = std::max(p.total_variance, 1e-300);
     bool converged = size_t(k) == d || (std::fabs(vals[0] - prev0) < 1e-13 * scale &&
                                         std::fabs(vals[1] - prev1) < 1e-13 * scale && iter > 3);
     prev0 = vals[0];
@@ -304,26 +343,9 @@ Pca2 FitPca2(const std::vector<double>& x, size_t n, size_t d) {
     q.swap(z);
     Orthonormalize(&q, d, k, &rng);
   }
-  // Ritz vectors: component c = q * vecs[:, c].
   for (int c = 0; c < std::min(k, 2); ++c) {
     p.eigenvalues[c] = std::max(0.0, vals[size_t(c)]);
-    double* comp = &p.components[size_t(c) * d];
-    for (size_t r = 0; r < d; ++r) {
-      double s = 0;
-      for (int j = 0; j < k; ++j) s += q[r * size_t(k) + j] * vecs[size_t(j) * k + c];
-      comp[r] = s;
-    }
-    double norm = 0, big = 0;
-    for (size_t r = 0; r < d; ++r) {
-      norm += comp[r] * comp[r];
-      big = std::max(big, std::fabs(comp[r]));
-    }
-    // Sign: the first entry within rounding of the largest magnitude is positive.
-    double lead = 0;
-    for (size_t r = 0; r < d && lead == 0; ++r)
-      if (std::fabs(comp[r]) >= big * (1 - 1e-9)) lead = comp[r];
-    double f = (lead < 0 ? -1 : 1) / std::sqrt(std::max(norm, 1e-300));
-    for (size_t r = 0; r < d; ++r) comp[r] *= f;
+    RitzVector(q, vecs, d, k, c, &p.components[size_t(c) * d]);
   }
   return p;
 }

@@ -40,6 +40,84 @@ json Matrix(const std::vector<double>& m, size_t k) {
   return rows;
 }
 
+json ColumnScores(const std::vector<ColumnScore>& scores) {
+  json cols = json::array();
+  for (const ColumnScore& c : scores) {
+    json bins = json::array();
+    for (const HistogramBin& b : c.bins)
+      bins.push_back({{"label", b.label}, {"real", Num(b.real)}, {"synthetic", Num(b.synthetic)}});
+    cols.push_back({{"name", c.name},
+                    {"type", ColumnKindName(c.type)},
+                    {"js_distance", Num(c.js_distance)},
+                    {"score", Num(c.score)},
+                    {"ks_complement", c.ks_complement < 0 ? json(nullptr) : Num(c.ks_complement)},
+                    {"tv_complement", c.tv_complement < 0 ? json(nullptr) : Num(c.tv_complement)},
+                    {"missing_real", c.missing_real},
+                    {"missing_synthetic", c.missing_synthetic},
+                    {"invalid_synthetic", c.invalid_synthetic},
+                    {"distinct_real", c.distinct_real},
+                    {"distinct_synthetic", c.distinct_synthetic},
+                    {"unseen_synthetic", c.unseen_synthetic},
+                    {"bins", bins}});
+  }
+  return cols;
+}
+
+json Correlation(const EvalReport& r) {
+  const size_t k = r.matrix_columns.size();
+  json pairs = json::array();
+  for (const PairScore& p : r.pair_scores)
+    pairs.push_back({{"a", p.a},
+                     {"b", p.b},
+                     {"kind", p.kind},
+                     {"real", Num(p.real)},
+                     {"synthetic", Num(p.synthetic)},
+                     {"abs_diff", Num(p.abs_diff)},
+                     {"score", Num(100 * (1 - p.abs_diff))}});
+  return {{"columns", r.matrix_columns},
+          {"kinds", r.matrix_kinds},
+          {"real", k ? Matrix(r.corr_real, k) : json::array()},
+          {"synthetic", k ? Matrix(r.corr_synthetic, k) : json::array()},
+          {"pairs", pairs}};
+}
+
+json Privacy(const PrivacyResult& p) {
+  if (!p.available) return nullptr;
+  json pj = {{"verdict", p.verdict},
+             {"exact_copies", p.exact_copies},
+             {"exact_copy_share", Num(p.exact_copy_share)},
+             {"synthetic_duplicates", p.synthetic_duplicates},
+             {"dcr",
+              {{"distance", "gower"},
+               {"synthetic_sample", p.dcr_sample_synthetic},
+               {"synthetic_median", Num(p.dcr_synthetic_median)},
+               {"synthetic_p05", Num(p.dcr_synthetic_p05)}}}};
+  if (p.has_holdout) {
+    pj["holdout_exact_copies"] = p.holdout_exact_copies;
+    pj["holdout_exact_copy_share"] = Num(p.holdout_exact_copy_share);
+    pj["dcr"]["holdout_sample"] = p.dcr_sample_holdout;
+    pj["dcr"]["holdout_median"] = Num(p.dcr_holdout_median);
+    pj["dcr"]["holdout_p05"] = Num(p.dcr_holdout_p05);
+    pj["dcr"]["share_closer_than_holdout_p05"] = Num(p.share_closer_than_holdout_p05);
+  }
+  pj["membership_inference"] = p.mia_available ? json{{"members", p.mia_members},
+                                                      {"non_members", p.mia_non_members},
+                                                      {"auc", Num(p.mia_auc)},
+                                                      {"advantage", Num(p.mia_advantage)}}
+                                               : json(nullptr);
+  return pj;
+}
+
+json Options(const EvalReport& r) {
+  return {{"num_bins", r.options.num_bins},
+          {"bins_used", r.bins_used},
+          {"corr_max_categories", r.options.corr_max_categories},
+          {"pca_max_onehot", r.options.pca_max_onehot},
+          {"corr_full_scale", r.options.corr_full_scale},
+          {"privacy_sample_rows", r.options.privacy_sample_rows},
+          {"seed", r.options.seed}};
+}
+
 }  // namespace
 
 std::string ReportToJson(const EvalReport& r) {
@@ -58,83 +136,14 @@ std::string ReportToJson(const EvalReport& r) {
   j["verdict"] = r.verdict;
   j["quality"] = Summary(r.quality);
   j["holdout_baseline"] = r.has_holdout_baseline ? Summary(r.holdout_baseline) : json(nullptr);
-
-  json cols = json::array();
-  for (const ColumnScore& c : r.column_scores) {
-    json bins = json::array();
-    for (const HistogramBin& b : c.bins)
-      bins.push_back({{"label", b.label}, {"real", Num(b.real)}, {"synthetic", Num(b.synthetic)}});
-    cols.push_back({{"name", c.name},
-                    {"type", ColumnKindName(c.type)},
-                    {"js_distance", Num(c.js_distance)},
-                    {"score", Num(c.score)},
-                    {"ks_complement", c.ks_complement < 0 ? json(nullptr) : Num(c.ks_complement)},
-                    {"tv_complement", c.tv_complement < 0 ? json(nullptr) : Num(c.tv_complement)},
-                    {"missing_real", c.missing_real},
-                    {"missing_synthetic", c.missing_synthetic},
-                    {"invalid_synthetic", c.invalid_synthetic},
-                    {"distinct_real", c.distinct_real},
-                    {"distinct_synthetic", c.distinct_synthetic},
-                    {"unseen_synthetic", c.unseen_synthetic},
-                    {"bins", bins}});
-  }
-  j["column_scores"] = cols;
-
-  const size_t k = r.matrix_columns.size();
-  json pairs = json::array();
-  for (const PairScore& p : r.pair_scores)
-    pairs.push_back({{"a", p.a},
-                     {"b", p.b},
-                     {"kind", p.kind},
-                     {"real", Num(p.real)},
-                     {"synthetic", Num(p.synthetic)},
-                     {"abs_diff", Num(p.abs_diff)},
-                     {"score", Num(100 * (1 - p.abs_diff))}});
-  j["correlation"] = {{"columns", r.matrix_columns},
-                      {"kinds", r.matrix_kinds},
-                      {"real", k ? Matrix(r.corr_real, k) : json::array()},
-                      {"synthetic", k ? Matrix(r.corr_synthetic, k) : json::array()},
-                      {"pairs", pairs}};
+  j["column_scores"] = ColumnScores(r.column_scores);
+  j["correlation"] = Correlation(r);
   j["pca"] = {{"features", r.pca.features},
               {"explained_variance_ratio",
                {Num(r.pca.explained_variance_ratio[0]), Num(r.pca.explained_variance_ratio[1])}},
               {"js_distance", {Num(r.pca.js_distance[0]), Num(r.pca.js_distance[1])}}};
-
-  const PrivacyResult& p = r.privacy;
-  if (p.available) {
-    json pj = {{"verdict", p.verdict},
-               {"exact_copies", p.exact_copies},
-               {"exact_copy_share", Num(p.exact_copy_share)},
-               {"synthetic_duplicates", p.synthetic_duplicates},
-               {"dcr",
-                {{"distance", "gower"},
-                 {"synthetic_sample", p.dcr_sample_synthetic},
-                 {"synthetic_median", Num(p.dcr_synthetic_median)},
-                 {"synthetic_p05", Num(p.dcr_synthetic_p05)}}}};
-    if (p.has_holdout) {
-      pj["holdout_exact_copies"] = p.holdout_exact_copies;
-      pj["holdout_exact_copy_share"] = Num(p.holdout_exact_copy_share);
-      pj["dcr"]["holdout_sample"] = p.dcr_sample_holdout;
-      pj["dcr"]["holdout_median"] = Num(p.dcr_holdout_median);
-      pj["dcr"]["holdout_p05"] = Num(p.dcr_holdout_p05);
-      pj["dcr"]["share_closer_than_holdout_p05"] = Num(p.share_closer_than_holdout_p05);
-    }
-    pj["membership_inference"] = p.mia_available ? json{{"members", p.mia_members},
-                                                        {"non_members", p.mia_non_members},
-                                                        {"auc", Num(p.mia_auc)},
-                                                        {"advantage", Num(p.mia_advantage)}}
-                                                 : json(nullptr);
-    j["privacy"] = pj;
-  } else {
-    j["privacy"] = nullptr;
-  }
-  j["options"] = {{"num_bins", r.options.num_bins},
-                  {"bins_used", r.bins_used},
-                  {"corr_max_categories", r.options.corr_max_categories},
-                  {"pca_max_onehot", r.options.pca_max_onehot},
-                  {"corr_full_scale", r.options.corr_full_scale},
-                  {"privacy_sample_rows", r.options.privacy_sample_rows},
-                  {"seed", r.options.seed}};
+  j["privacy"] = Privacy(r.privacy);
+  j["options"] = Options(r);
   j["seconds"] = Num(r.seconds);
   return j.dump(2) + "\n";
 }

@@ -140,149 +140,187 @@ Status CsvReader::Unbalanced(size_t index, int64_t field_line, bool is_header) c
                 path(), field_line, FieldRef(index, is_header));
 }
 
-// Resumable state machine; see the grammar in csv.h. The states persist across buffer
-// refills (p == e), so a record may span any number of chunks without re-parsing.
+// The parse of one record: resumable across buffer refills (p == e), so a record may
+// span any number of chunks without re-parsing.
+struct CsvReader::Scan {
+  enum State { kStart, kField, kUnquoted, kQuoted, kAfterQuote };
+  std::vector<std::string>* out;
+  bool is_header;
+  State st = kStart;
+  size_t nf = 0;             // completed fields
+  std::string* f = nullptr;  // the field being filled: (*out)[nf]
+  int64_t field_line = 0;    // line where the current field started
+  const char* p = nullptr;   // the next byte of the chunk
+  const char* e = nullptr;   // the end of the chunk
+  bool ascii = true;         // every chunk this record touched so far is pure ASCII
+  bool done = false;         // the record is complete
+};
+
+// The state machine of the grammar in csv.h, one state's step at a time.
 Result<bool> CsvReader::ReadRecord(std::vector<std::string>* out, bool is_header) {
   if (!error_.ok()) return error_;
-  enum State { kStart, kField, kUnquoted, kQuoted, kAfterQuote };
-  State st = kStart;
-  size_t nf = 0;               // completed fields
-  std::string* f = nullptr;    // the field being filled: (*out)[nf]
-  int64_t field_line = line_;  // line where the current field started
-  const char d = opts_.delimiter;
-  const size_t max_field = opts_.max_field_bytes;
-  const char* p = buf_.get() + pos_;
-  const char* e = buf_.get() + end_;
-  bool ascii = chunk_ascii_;  // every chunk this record touched so far is pure ASCII
-
-  auto finish = [&](bool advance_line, bool cr) -> Result<bool> {
-    // Ends the record after the current field.
-    ++nf;
-    out->resize(nf);
-    if (advance_line) ++line_;
-    skip_lf_ = cr;
-    pos_ = static_cast<size_t>(p - buf_.get());
-    if (!is_header) ++records_read_;
-    return true;
-  };
-
+  Scan s{out, is_header};
+  s.field_line = line_;
+  s.p = buf_.get() + pos_;
+  s.e = buf_.get() + end_;
+  s.ascii = chunk_ascii_;
   for (;;) {
-    if (p == e) {
+    if (s.p == s.e) {
       Result<bool> more = Fill();
       if (!more.ok()) return Fail(more.status());
-      p = buf_.get() + pos_;
-      e = buf_.get() + end_;
-      ascii = ascii && chunk_ascii_;
-      if (!*more) {  // end of input
-        if (st == kStart) return false;
-        if (st == kQuoted) return Fail(Unbalanced(nf, field_line, is_header));
-        if (st == kField) {  // input ends right after a delimiter: one more empty field
-          if (nf >= opts_.max_fields) return Fail(TooManyFields());
-          if (nf == out->size()) out->emplace_back();
-          (*out)[nf].clear();
-        } else {
-          Status s = CheckField(*f, nf, field_line, is_header, ascii);
-          if (!s.ok()) return Fail(s);
-        }
-        return finish(false, false);
+      s.p = buf_.get() + pos_;
+      s.e = buf_.get() + end_;
+      s.ascii = s.ascii && chunk_ascii_;
+      if (!*more) {
+        if (s.st == Scan::kStart) return false;
+        if (!EndOfInput(&s)) return error_;
+        return true;
       }
     }
-    switch (st) {
-      case kStart: {
-        const char c = *p;
-        if (skip_lf_) {
-          skip_lf_ = false;
-          if (c == '\n') {
-            ++p;
-            continue;
-          }
-        }
-        if (c == '\n' || c == '\r') {  // blank line
-          ++line_;
-          skip_lf_ = (c == '\r');
-          ++p;
-          continue;
-        }
-        record_line_ = line_;
-        st = kField;
-        [[fallthrough]];
-      }
-      case kField: {
-        if (nf >= opts_.max_fields) return Fail(TooManyFields());
-        if (nf == out->size()) out->emplace_back();
-        f = &(*out)[nf];
-        f->clear();
-        field_line = line_;
-        if (*p == '"') {
-          ++p;
-          st = kQuoted;
-          continue;
-        }
-        st = kUnquoted;
-        [[fallthrough]];
-      }
-      case kUnquoted: {
-        const char* s = p;
-        while (p < e && !unquoted_special_[static_cast<unsigned char>(*p)]) ++p;
-        f->append(s, static_cast<size_t>(p - s));
-        if (f->size() > max_field) return Fail(TooLong(nf, field_line, is_header));
-        if (p == e) continue;
-        const char c = *p++;
-        if (c == d) {
-          Status st2 = CheckField(*f, nf, field_line, is_header, ascii);
-          if (!st2.ok()) return Fail(st2);
-          ++nf;
-          st = kField;
-          continue;
-        }
-        if (c == '\n' || c == '\r') {
-          Status st2 = CheckField(*f, nf, field_line, is_header, ascii);
-          if (!st2.ok()) return Fail(st2);
-          return finish(true, c == '\r');
-        }
-        if (c == '"') {  // lenient: literal quote inside an unquoted field
-          f->push_back('"');
-          continue;
-        }
-        return Fail(NulByte(nf, is_header));
-      }
-      case kQuoted: {
-        const char* s = p;
-        while (p < e && !quoted_special_[static_cast<unsigned char>(*p)]) ++p;
-        f->append(s, static_cast<size_t>(p - s));
-        if (f->size() > max_field) return Fail(TooLong(nf, field_line, is_header));
-        if (p == e) continue;
-        const char c = *p++;
-        if (c == '"') {
-          st = kAfterQuote;
-        } else if (c == '\n') {
-          ++line_;
-          f->push_back('\n');
-        } else {
-          return Fail(NulByte(nf, is_header));
-        }
-        continue;
-      }
-      case kAfterQuote: {
-        const char c = *p;
-        if (c == '"') {  // doubled quote
-          f->push_back('"');
-          ++p;
-          st = kQuoted;
-          continue;
-        }
-        if (c == d || c == '\n' || c == '\r') {
-          st = kUnquoted;  // consumes the terminator (empty run)
-          continue;
-        }
-        if (c == '\0') return Fail(NulByte(nf, is_header));
-        return Fail(DS_ERR(kInvalidInput,
-                           "{}:{}: {}: unexpected {} after the closing quote of a quoted field "
-                           "(a quote inside a quoted field must be doubled: \"\")",
-                           path(), line_, FieldRef(nf, is_header), Printable(c)));
-      }
+    if (!StepState(&s)) return error_;
+    if (s.done) return true;
+  }
+}
+
+inline bool CsvReader::StepState(Scan* s) {
+  switch (s->st) {
+    case Scan::kStart: StartRecord(s); return true;
+    case Scan::kField: return StartField(s);
+    case Scan::kUnquoted: return UnquotedRun(s);
+    case Scan::kQuoted: return QuotedRun(s);
+    case Scan::kAfterQuote: return AfterQuote(s);
+  }
+  return true;
+}
+
+// The field just completed passes CheckField (length, UTF-8).
+inline bool CsvReader::FieldOk(Scan* s) {
+  if (s->ascii && s->f->size() <= opts_.max_field_bytes) return true;
+  Status st = CheckField(*s->f, s->nf, s->field_line, s->is_header, s->ascii);
+  return st.ok() || Failed(std::move(st));
+}
+
+// Ends the record after the current field.
+inline void CsvReader::Finish(Scan* s, bool advance_line, bool cr) {
+  ++s->nf;
+  s->out->resize(s->nf);
+  if (advance_line) ++line_;
+  skip_lf_ = cr;
+  pos_ = static_cast<size_t>(s->p - buf_.get());
+  if (!s->is_header) ++records_read_;
+  s->done = true;
+}
+
+// Input ended inside a record (not before its first byte).
+inline bool CsvReader::EndOfInput(Scan* s) {
+  if (s->st == Scan::kQuoted) return Failed(Unbalanced(s->nf, s->field_line, s->is_header));
+  if (s->st == Scan::kField) {  // input ends right after a delimiter: one more empty field
+    if (s->nf >= opts_.max_fields) return Failed(TooManyFields());
+    if (s->nf == s->out->size()) s->out->emplace_back();
+    (*s->out)[s->nf].clear();
+  } else {
+    if (!FieldOk(s)) return false;
+  }
+  Finish(s, false, false);
+  return true;
+}
+
+// Skips blank lines (and the LF of a CRLF that ended the last record); a record starts
+// at the first other byte.
+inline void CsvReader::StartRecord(Scan* s) {
+  const char c = *s->p;
+  if (skip_lf_) {
+    skip_lf_ = false;
+    if (c == '\n') {
+      ++s->p;
+      return;
     }
   }
+  if (c == '\n' || c == '\r') {  // blank line
+    ++line_;
+    skip_lf_ = (c == '\r');
+    ++s->p;
+    return;
+  }
+  record_line_ = line_;
+  s->st = Scan::kField;
+}
+
+inline bool CsvReader::StartField(Scan* s) {
+  if (s->nf >= opts_.max_fields) return Failed(TooManyFields());
+  if (s->nf == s->out->size()) s->out->emplace_back();
+  s->f = &(*s->out)[s->nf];
+  s->f->clear();
+  s->field_line = line_;
+  if (*s->p == '"') {
+    ++s->p;
+    s->st = Scan::kQuoted;
+  } else {
+    s->st = Scan::kUnquoted;
+  }
+  return true;
+}
+
+// An unquoted run up to the next special byte (also the empty run after a closing quote).
+inline bool CsvReader::UnquotedRun(Scan* s) {
+  const char* b = s->p;
+  while (s->p < s->e && !unquoted_special_[static_cast<unsigned char>(*s->p)]) ++s->p;
+  s->f->append(b, static_cast<size_t>(s->p - b));
+  if (s->f->size() > opts_.max_field_bytes) return Failed(TooLong(s->nf, s->field_line, s->is_header));
+  if (s->p == s->e) return true;
+  const char c = *s->p++;
+  if (c == opts_.delimiter || c == '\n' || c == '\r') {
+    if (!FieldOk(s)) return false;
+    if (c != opts_.delimiter) {
+      Finish(s, true, c == '\r');
+      return true;
+    }
+    ++s->nf;
+    s->st = Scan::kField;
+    return s->p == s->e || StartField(s);  // the next field at once (the common case)
+  }
+  if (c == '"') {  // lenient: literal quote inside an unquoted field
+    s->f->push_back('"');
+    return true;
+  }
+  return Failed(NulByte(s->nf, s->is_header));
+}
+
+inline bool CsvReader::QuotedRun(Scan* s) {
+  const char* b = s->p;
+  while (s->p < s->e && !quoted_special_[static_cast<unsigned char>(*s->p)]) ++s->p;
+  s->f->append(b, static_cast<size_t>(s->p - b));
+  if (s->f->size() > opts_.max_field_bytes) return Failed(TooLong(s->nf, s->field_line, s->is_header));
+  if (s->p == s->e) return true;
+  const char c = *s->p++;
+  if (c == '"') {
+    s->st = Scan::kAfterQuote;
+  } else if (c == '\n') {
+    ++line_;
+    s->f->push_back('\n');
+  } else {
+    return Failed(NulByte(s->nf, s->is_header));
+  }
+  return true;
+}
+
+inline bool CsvReader::AfterQuote(Scan* s) {
+  const char c = *s->p;
+  if (c == '"') {  // doubled quote
+    s->f->push_back('"');
+    ++s->p;
+    s->st = Scan::kQuoted;
+    return true;
+  }
+  if (c == opts_.delimiter || c == '\n' || c == '\r') {
+    s->st = Scan::kUnquoted;  // consumes the terminator (empty run)
+    return true;
+  }
+  if (c == '\0') return Failed(NulByte(s->nf, s->is_header));
+  return Failed(DS_ERR(kInvalidInput,
+                "{}:{}: {}: unexpected {} after the closing quote of a quoted field "
+                "(a quote inside a quoted field must be doubled: \"\")",
+                path(), line_, FieldRef(s->nf, s->is_header), Printable(c)));
 }
 
 Status ValidateHeader(const std::vector<std::string>& header, const std::string& path) {

@@ -86,12 +86,27 @@ class CsvReader {
 
  private:
   CsvReader() = default;
+  struct Scan;  // one record's parse state (csv.cc)
   Result<bool> ReadRecord(std::vector<std::string>* out, bool is_header);
+  // The states' steps (csv.cc): false after an error, kept in error_ (Failed).
+  bool StepState(Scan* s);
+  void Finish(Scan* s, bool advance_line, bool cr);
+  bool FieldOk(Scan* s);
+  bool EndOfInput(Scan* s);
+  void StartRecord(Scan* s);
+  bool StartField(Scan* s);
+  bool UnquotedRun(Scan* s);
+  bool QuotedRun(Scan* s);
+  bool AfterQuote(Scan* s);
   Result<bool> Fill();
   Status Start();  // after the first chunk is in buf_: tables, header row
   Status Fail(Status s) {
     error_ = s;
     return s;
+  }
+  bool Failed(Status s) {
+    error_ = std::move(s);
+    return false;
   }
   std::string FieldRef(size_t index, bool is_header) const;  // "field 3 'tenure'"
   Status CheckField(const std::string& f, size_t index, int64_t line, bool is_header, bool ascii);

@@ -255,8 +255,88 @@ Json ColumnRules::ToJson() const {
               {"columns", std::move(cols)}};
 }
 
+namespace {
+
+constexpr size_t kMaxRuleColumns = 1 << 20, kMaxRuleCategories = 1 << 20;
+
+// The column's type, emptiness and missing-value spellings. Errors: the message only.
+Result<ColumnRule> RuleHeader(const Json& c) {
+  auto bad = [](const std::string& what) { return DS_ERR(kCorrupt, "{}", what); };
+  if (!c.is_object()) return bad("not an object");
+  ColumnRule r;
+  auto name = c.find("name");
+  if (name == c.end() || !name->is_string()) return bad("'name' must be a string");
+  r.name = name->get<std::string>();
+  auto type = c.find("type");
+  if (type == c.end() || !type->is_string()) return bad("'type' must be a string");
+  const std::string t = type->get<std::string>();
+  if (t == "text")
+    r.type = ColumnType::kText;
+  else if (t == "integer")
+    r.type = ColumnType::kInteger;
+  else if (t == "decimal")
+    r.type = ColumnType::kDecimal;
+  else if (t == "category")
+    r.type = ColumnType::kCategory;
+  else
+    return bad(fmt::format("unknown type '{}'", t));
+  auto empty = c.find("empty_allowed");
+  if (empty == c.end() || !empty->is_boolean()) return bad("'empty_allowed' must be a boolean");
+  r.empty_allowed = empty->get<bool>();
+  if (auto mv = c.find("missing_values"); mv != c.end()) {
+    if (!mv->is_array() || mv->size() > 64) return bad("'missing_values' must be a short array");
+    for (const auto& m : *mv) {
+      if (!m.is_string() || m.get<std::string>().empty())
+        return bad("'missing_values' must hold non-empty strings");
+      r.missing_values.push_back(m.get<std::string>());
+    }
+  }
+  return r;
+}
+
+// The type's own keys: the range, decimals, categories. Errors: the message only.
+Status RuleValues(const Json& c, ColumnRule* r) {
+  auto bad = [](const std::string& what) { return DS_ERR(kCorrupt, "{}", what); };
+  auto lo = c.find("min"), hi = c.find("max");
+  if ((lo == c.end()) != (hi == c.end())) return bad("'min' and 'max' come together");
+  r->has_range = lo != c.end();
+  if (r->type == ColumnType::kInteger && r->has_range) {
+    if (!lo->is_number_integer() || !hi->is_number_integer())
+      return bad("integer 'min'/'max' must be integers");
+    r->int_min = lo->get<int64_t>();
+    r->int_max = hi->get<int64_t>();
+    if (r->int_min > r->int_max) return bad("'min' > 'max'");
+  } else if (r->type == ColumnType::kDecimal) {
+    if (r->has_range) {
+      if (!lo->is_number() || !hi->is_number()) return bad("decimal 'min'/'max' must be numbers");
+      r->min = lo->get<double>();
+      r->max = hi->get<double>();
+      if (!std::isfinite(r->min) || !std::isfinite(r->max) || r->min > r->max)
+        return bad("decimal 'min'/'max' must be finite with min <= max");
+    }
+    auto md = c.find("max_decimals");
+    if (md == c.end() || !md->is_number_integer() || md->get<int64_t>() < -1 ||
+        md->get<int64_t>() > 1000)
+      return bad("'max_decimals' must be an integer in [-1, 1000]");
+    r->max_decimals = int(md->get<int64_t>());
+  } else if (r->type == ColumnType::kCategory) {
+    auto cats = c.find("categories");
+    if (cats == c.end() || !cats->is_array() || cats->size() > kMaxRuleCategories)
+      return bad("'categories' must be an array");
+    for (const auto& v : *cats) {
+      if (!v.is_string()) return bad("categories must be strings");
+      r->categories.push_back(v.get<std::string>());
+    }
+    std::sort(r->categories.begin(), r->categories.end());
+    r->categories.erase(std::unique(r->categories.begin(), r->categories.end()),
+                        r->categories.end());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<ColumnRules> ColumnRules::FromJson(const Json& j, const std::string& src) {
-  constexpr size_t kMaxColumns = 1 << 20, kMaxCategories = 1 << 20;
   ColumnRules rules;
   if (!j.is_object()) return DS_ERR(kCorrupt, "{}: column rules are not a JSON object", src);
   auto fmt_ok = j.find("format");
@@ -271,76 +351,13 @@ Result<ColumnRules> ColumnRules::FromJson(const Json& j, const std::string& src)
     rules.learned_rows_ = rows->get<int64_t>();
   }
   auto cols = j.find("columns");
-  if (cols == j.end() || !cols->is_array() || cols->size() > kMaxColumns)
+  if (cols == j.end() || !cols->is_array() || cols->size() > kMaxRuleColumns)
     return DS_ERR(kCorrupt, "{}: 'columns' must be an array", src);
   for (size_t i = 0; i < cols->size(); ++i) {
-    const Json& c = (*cols)[i];
-    auto bad = [&](const std::string& what) {
-      return DS_ERR(kCorrupt, "{}: column {}: {}", src, i + 1, what);
-    };
-    if (!c.is_object()) return bad("not an object");
-    ColumnRule r;
-    auto name = c.find("name");
-    if (name == c.end() || !name->is_string()) return bad("'name' must be a string");
-    r.name = name->get<std::string>();
-    auto type = c.find("type");
-    if (type == c.end() || !type->is_string()) return bad("'type' must be a string");
-    std::string t = type->get<std::string>();
-    if (t == "text")
-      r.type = ColumnType::kText;
-    else if (t == "integer")
-      r.type = ColumnType::kInteger;
-    else if (t == "decimal")
-      r.type = ColumnType::kDecimal;
-    else if (t == "category")
-      r.type = ColumnType::kCategory;
-    else
-      return bad(fmt::format("unknown type '{}'", t));
-    auto empty = c.find("empty_allowed");
-    if (empty == c.end() || !empty->is_boolean()) return bad("'empty_allowed' must be a boolean");
-    r.empty_allowed = empty->get<bool>();
-    if (auto mv = c.find("missing_values"); mv != c.end()) {
-      if (!mv->is_array() || mv->size() > 64) return bad("'missing_values' must be a short array");
-      for (const auto& m : *mv) {
-        if (!m.is_string() || m.get<std::string>().empty())
-          return bad("'missing_values' must hold non-empty strings");
-        r.missing_values.push_back(m.get<std::string>());
-      }
-    }
-    auto lo = c.find("min"), hi = c.find("max");
-    if ((lo == c.end()) != (hi == c.end())) return bad("'min' and 'max' come together");
-    r.has_range = lo != c.end();
-    if (r.type == ColumnType::kInteger && r.has_range) {
-      if (!lo->is_number_integer() || !hi->is_number_integer())
-        return bad("integer 'min'/'max' must be integers");
-      r.int_min = lo->get<int64_t>();
-      r.int_max = hi->get<int64_t>();
-      if (r.int_min > r.int_max) return bad("'min' > 'max'");
-    } else if (r.type == ColumnType::kDecimal) {
-      auto md = c.find("max_decimals");
-      if (r.has_range) {
-        if (!lo->is_number() || !hi->is_number()) return bad("decimal 'min'/'max' must be numbers");
-        r.min = lo->get<double>();
-        r.max = hi->get<double>();
-        if (!std::isfinite(r.min) || !std::isfinite(r.max) || r.min > r.max)
-          return bad("decimal 'min'/'max' must be finite with min <= max");
-      }
-      if (md == c.end() || !md->is_number_integer() || md->get<int64_t>() < -1 ||
-          md->get<int64_t>() > 1000)
-        return bad("'max_decimals' must be an integer in [-1, 1000]");
-      r.max_decimals = int(md->get<int64_t>());
-    } else if (r.type == ColumnType::kCategory) {
-      auto cats = c.find("categories");
-      if (cats == c.end() || !cats->is_array() || cats->size() > kMaxCategories)
-        return bad("'categories' must be an array");
-      for (const auto& v : *cats) {
-        if (!v.is_string()) return bad("categories must be strings");
-        r.categories.push_back(v.get<std::string>());
-      }
-      std::sort(r.categories.begin(), r.categories.end());
-      r.categories.erase(std::unique(r.categories.begin(), r.categories.end()), r.categories.end());
-    }
-    rules.columns_.push_back(std::move(r));
+    Result<ColumnRule> r = RuleHeader((*cols)[i]);
+    Status st = r.ok() ? RuleValues((*cols)[i], &*r) : r.status();
+    if (!st.ok()) return DS_ERR(kCorrupt, "{}: column {}: {}", src, i + 1, st.message());
+    rules.columns_.push_back(std::move(*r));
   }
   return rules;
 }
