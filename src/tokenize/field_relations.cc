@@ -127,7 +127,8 @@ std::vector<FieldRelation> RelationLearner::Finish() const {
   for (const Pair& q : alive_) {
     if (q.both < opts_.min_rows) continue;
     const double p = ProbGreater(sorted[size_t(q.i)], sorted[size_t(q.j)]);
-    if (double(q.both) * p < opts_.min_expected_violations) continue;
+    // p == 0: the ranges alone keep lo <= hi (no value of lo exceeds one of hi).
+    if (p <= 0 || double(q.both) * p < opts_.min_expected_violations) continue;
     out.push_back({columns_[size_t(q.i)], columns_[size_t(q.j)]});
   }
   std::sort(out.begin(), out.end(), [](const FieldRelation& a, const FieldRelation& b) {
