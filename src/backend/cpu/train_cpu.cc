@@ -781,6 +781,39 @@ inline void LstmBackCell(int ub, const float* gr, const float* cp, const float* 
   }
 }
 
+// One block of ub units of the GRU cell backward (GruBackward's formulas), fp32: from the
+// gates z r n (gr [3ub]), h_{t-1} (hp), u_n + bh_n (hn), dL/dh from above (dha, masked by
+// mr and scaled) plus the recurrent dL/dh (dhr) and the carried dh z (cr, updated): the
+// x-side (ax [3ub]) and h-side (ah [3ub]) gradients of the pre-activations.
+inline void GruBackCell(int ub, const float* gr, const float* hp, const float* hn,
+                        const float* dha, const uint8_t* mr, float keep_scale, const float* dhr,
+                        float* cr, float* ax, float* ah) {
+#pragma omp simd
+  for (int u = 0; u < ub; ++u) {
+    float dh = dha[u] * (float(mr[u]) * keep_scale) + dhr[u] + cr[u];
+    float z = gr[u], r = gr[ub + u], n = gr[2 * ub + u];
+    float dn = dh * (1.0f - z) * (1.0f - n * n);
+    float dzz = dh * (hp[u] - n) * z * (1.0f - z);
+    float dr = dn * hn[u] * r * (1.0f - r);
+    cr[u] = dh * z;
+    ax[u] = dzz;
+    ax[ub + u] = dr;
+    ax[2 * ub + u] = dn;
+    ah[u] = dzz;
+    ah[ub + u] = dr;
+    ah[2 * ub + u] = dn * r;
+  }
+}
+
+// Zeroes a thread's columns [u0, u0 + nu) of two [B, H] buffers (the recurrent dL/dh and
+// the carried state gradient) before the backward pass through time.
+inline void ZeroColumns(float* a, float* b, int B, int H, int u0, int nu) {
+  for (int r = 0; r < B; ++r) {
+    std::memset(a + size_t(r) * H + u0, 0, nu * sizeof(float));
+    std::memset(b + size_t(r) * H + u0, 0, nu * sizeof(float));
+  }
+}
+
 // dh_above: [R, H] dL/d(dropout(h_l)) (pre-mask) from the layer above / dense.
 // Writes dz_[l]; with accumulate_bias, the permuted bias gradient to bscratch_.
 void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate_bias) {
@@ -821,10 +854,7 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
     PackedBgemm* pg = whpt16 && nu > 0 && T > 1
                           ? &Packed(pack_bwd_[l], j, B, nu, H4, H4, H, 0.0f, whpt16, H, u0)
                           : nullptr;
-    for (int b = 0; b < B; ++b) {
-      std::memset(dhrec + size_t(b) * H + u0, 0, nu * sizeof(float));
-      std::memset(dcn + size_t(b) * H + u0, 0, nu * sizeof(float));
-    }
+    ZeroColumns(dhrec, dcn, B, H, u0, nu);
     if (accumulate_bias) std::memset(db + 4 * u0, 0, 4 * nu * sizeof(float));
     for (int t = T - 1; t >= 0; --t) {
       float* dzt = dz + size_t(t) * B * H4;  // [B, 4H]
@@ -975,10 +1005,7 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
     PackedBgemm* pg = whpt16 && nu > 0 && T > 1
                           ? &Packed(pack_bwd_[l], j, B, nu, H3, H3, H, 0.0f, whpt16, H, u0)
                           : nullptr;
-    for (int b = 0; b < B; ++b) {
-      std::memset(dhrec + size_t(b) * H + u0, 0, nu * sizeof(float));
-      std::memset(carry + size_t(b) * H + u0, 0, nu * sizeof(float));
-    }
+    ZeroColumns(dhrec, carry, B, H, u0, nu);
     if (accumulate_bias) {
       std::memset(dbx + 3 * u0, 0, 3 * nu * sizeof(float));
       std::memset(dbh + 3 * u0, 0, 3 * nu * sizeof(float));
@@ -1008,21 +1035,7 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
           const uint8_t* mr = mask ? mask + row * H + uo : ones;
           float* dhr = dhrec + size_t(b) * H + uo;
           float* cr = carry + size_t(b) * H + uo;
-#pragma omp simd
-          for (int u = 0; u < ub; ++u) {
-            float dh = dha[u] * (float(mr[u]) * keep_scale) + dhr[u] + cr[u];
-            float z = gr[u], r = gr[ub + u], n = gr[2 * ub + u];
-            float dn = dh * (1.0f - z) * (1.0f - n * n);
-            float dzz = dh * (hp[u] - n) * z * (1.0f - z);
-            float dr = dn * hn[u] * r * (1.0f - r);
-            cr[u] = dh * z;
-            ax[u] = dzz;
-            ax[ub + u] = dr;
-            ax[2 * ub + u] = dn;
-            ah[u] = dzz;
-            ah[ub + u] = dr;
-            ah[2 * ub + u] = dn * r;
-          }
+          GruBackCell(ub, gr, hp, hn, dha, mr, keep_scale, dhr, cr, ax, ah);
           if (dzh16) {
             ToBf16(ax, 3 * ub, dzx16 + row * H3 + k * 3 * ub);
             ToBf16(ah, 3 * ub, dzh16 + row * H3 + k * 3 * ub);
