@@ -261,12 +261,19 @@ inline bool CsvReader::StartField(Scan* s) {
   return true;
 }
 
+// Appends the bytes before the next one in `special` (or the chunk's end) to the field;
+// false when the field grows past max_field_bytes.
+inline bool CsvReader::AppendRun(Scan* s, const bool* special) {
+  const char* b = s->p;
+  while (s->p < s->e && !special[static_cast<unsigned char>(*s->p)]) ++s->p;
+  s->f->append(b, static_cast<size_t>(s->p - b));
+  return s->f->size() <= opts_.max_field_bytes ||
+         Failed(TooLong(s->nf, s->field_line, s->is_header));
+}
+
 // An unquoted run up to the next special byte (also the empty run after a closing quote).
 inline bool CsvReader::UnquotedRun(Scan* s) {
-  const char* b = s->p;
-  while (s->p < s->e && !unquoted_special_[static_cast<unsigned char>(*s->p)]) ++s->p;
-  s->f->append(b, static_cast<size_t>(s->p - b));
-  if (s->f->size() > opts_.max_field_bytes) return Failed(TooLong(s->nf, s->field_line, s->is_header));
+  if (!AppendRun(s, unquoted_special_)) return false;
   if (s->p == s->e) return true;
   const char c = *s->p++;
   if (c == opts_.delimiter || c == '\n' || c == '\r') {
@@ -287,10 +294,7 @@ inline bool CsvReader::UnquotedRun(Scan* s) {
 }
 
 inline bool CsvReader::QuotedRun(Scan* s) {
-  const char* b = s->p;
-  while (s->p < s->e && !quoted_special_[static_cast<unsigned char>(*s->p)]) ++s->p;
-  s->f->append(b, static_cast<size_t>(s->p - b));
-  if (s->f->size() > opts_.max_field_bytes) return Failed(TooLong(s->nf, s->field_line, s->is_header));
+  if (!AppendRun(s, quoted_special_)) return false;
   if (s->p == s->e) return true;
   const char c = *s->p++;
   if (c == '"') {

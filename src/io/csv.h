@@ -95,6 +95,7 @@ class CsvReader {
   bool EndOfInput(Scan* s);
   void StartRecord(Scan* s);
   bool StartField(Scan* s);
+  bool AppendRun(Scan* s, const bool* special);
   bool UnquotedRun(Scan* s);
   bool QuotedRun(Scan* s);
   bool AfterQuote(Scan* s);
