@@ -1,0 +1,26 @@
+// The logits of one id range for a group of rows, as one register-blocked
+// kernel over the rows (generation's dense layer: the rows of a step that
+// sample from the same column part share its range).
+//
+//   out_r[v] = b[v] + sum_{k < K} x_r[k] * W[k * ldw + v]    for v in [lo, hi), r < m
+//
+// Each element is four fp32 accumulators, chain j updated by fused
+// multiply-adds over k = j, j + 4, j + 8, ... < K in order (from 0), then
+// ((c0 + c1) + (c2 + c3)) + b[v]: its value depends on x_r, W and b only,
+// never on m, on the other rows, on the range's other ids, or on whether the
+// AVX-512 kernel or the portable one (std::fma, the same rounding) computes
+// it. So a record does not depend on which other records share its steps.
+// W is row-major [K, ldw] (the dense layer's Wd [H, V], ldw = V); out_r is
+// written on [lo, hi) only.
+#pragma once
+
+namespace ds::cpu {
+
+void RangedDense(int m, const float* const* x, int K, const float* w, int ldw, const float* b,
+                 int lo, int hi, float* const* out);
+
+// The portable form of the same (reference for tests; the kernel's fallback).
+void RangedDensePortable(int m, const float* const* x, int K, const float* w, int ldw,
+                         const float* b, int lo, int hi, float* const* out);
+
+}  // namespace ds::cpu
