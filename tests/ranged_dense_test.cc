@@ -51,7 +51,8 @@ std::vector<float> RunRanged(const Problem& p, int lo, int hi, bool portable) {
   if (portable) {
     cpu::RangedDensePortable(p.m, x.data(), p.K, p.w.data(), p.V, p.b.data(), lo, hi, o.data());
   } else {
-    cpu::RangedDense(p.m, x.data(), p.K, p.w.data(), p.V, p.b.data(), lo, hi, o.data());
+    const auto packed = cpu::PackRangedDense(p.K, p.V, p.w.data(), p.V);
+    cpu::RangedDense(p.m, x.data(), p.K, packed.data(), p.b.data(), lo, hi, o.data());
   }
   return out;
 }
@@ -77,14 +78,25 @@ TEST(RangedDense, MatchesReferenceAndPortableFormBitForBit) {
   }
 }
 
+// K % 4 != 0 (the chains' tail) and V % 16 != 0 (a partial last panel).
+TEST(RangedDense, OddSizesMatchThePortableForm) {
+  const Problem p(5, 37, 45, 13);
+  for (const auto& rg : {std::pair{0, 45}, std::pair{31, 45}, std::pair{44, 45}, std::pair{15, 17}}) {
+    const auto fast = RunRanged(p, rg.first, rg.second, false);
+    const auto port = RunRanged(p, rg.first, rg.second, true);
+    for (size_t i = 0; i < fast.size(); ++i) ASSERT_EQ(fast[i], port[i]) << i;
+  }
+}
+
 TEST(RangedDense, ARowsLogitsDoNotDependOnItsGroup) {
   const Problem p(11, 96, 200, 9);
   const auto all = RunRanged(p, 20, 125, false);
   const auto x = p.Rows();
+  const auto packed = cpu::PackRangedDense(p.K, p.V, p.w.data(), p.V);
   for (int r = 0; r < p.m; ++r) {  // the same row alone
     std::vector<float> out(size_t(p.V), 0.0f);
     float* o = out.data();
-    cpu::RangedDense(1, &x[size_t(r)], p.K, p.w.data(), p.V, p.b.data(), 20, 125, &o);
+    cpu::RangedDense(1, &x[size_t(r)], p.K, packed.data(), p.b.data(), 20, 125, &o);
     for (int v = 20; v < 125; ++v) ASSERT_EQ(out[size_t(v)], all[size_t(r) * p.V + v]);
   }
 }

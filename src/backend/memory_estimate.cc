@@ -138,11 +138,12 @@ uint64_t EstimateCpuInferBytes(const NetworkSpec& spec, int64_t slots) {
   for (int l = 0; l < spec.num_layers; ++l) per_slot += (gru ? 1 : 2) * H + (l == 0 ? E : H) + H;
   // The ranged dense's grouping of rows: a flag and two row pointers a slot.
   per_slot += (1.0 + 2 * sizeof(void*)) / 4;
-  // The fast path's table (cpu_backend.h InferOptions), only up to 64 MiB:
-  // layer 0's [V, G H] projection. (Precision bf16 adds bf16 copies of the
-  // weights, half the weights' size, not counted here.)
-  const double cap = double(64 << 20), table = 4 * V * GH;
-  const double fixed = table <= cap ? table : 0;
+  // The fast path's tables (cpu_backend.h InferOptions), each only up to 64 MiB:
+  // layer 0's [V, G H] projection and Wd in panels of 16 ids ([ceil(V / 16)
+  // 16, H]). (Precision bf16 adds bf16 copies of the weights, half the
+  // weights' size, not counted here.)
+  const double cap = double(64 << 20), table = 4 * V * GH, wp = 4 * 16 * std::ceil(V / 16) * H;
+  const double fixed = (table <= cap ? table : 0) + (4 * V * H <= cap ? wp : 0);
   return Saturate(4 * per_slot * double(slots) + fixed);
 }
 

@@ -54,8 +54,7 @@ class InferImpl final : public CpuInferBackend {
       wd16_.Resize(size_t(H) * V);
       ToBf16(params + layout_.offset("dense.w"), size_t(H) * V, wd16_.data());
     }
-    fast_ = opt.fast;
-    if (fast_) BuildTables();
+    if (opt.fast) BuildTables();
     group_of_.assign(size_t(slots), -1);
     group_row_.assign(size_t(slots), 0);
     Teams(std::max(1, omp_get_max_threads()));
@@ -136,13 +135,13 @@ class InferImpl final : public CpuInferBackend {
   Buffer<uint16_t> wd16_;              // [H, V] Wd in bf16 (bf16 only)
   // Fast path (InferOptions::fast), fp32 whatever the precision:
   Buffer<float> table_;  // [V, GH] E Wx_0 + b (lstm) / + bx (gru): layer 0's x side per token
+  std::vector<float> wp_;  // Wd packed for RangedDense (ranged_dense.h)
   Buffer<float> z_;      // [slots, GH] gate pre-activations (x side for the gru)
   Buffer<float> zh_;     // [slots, GH] h_prev Wh (gru only)
   Buffer<float> tc_;     // [slots, H] tanh(c) scratch
   Buffer<float> xlast_;  // [slots, H] top layer output, dense input
   Buffer<float> zeros_;  // [GH] zero bias (the table holds layer 0's)
   std::vector<char> seen_;  // [slots] duplicate check of slot_ids
-  bool fast_;                     // InferOptions::fast
   // Dense's grouping of rows by range: [slots] (row i's entries: its team's),
   // head_ [threads][V] (all -1 between calls)
   std::vector<int> group_of_, group_row_;
@@ -154,6 +153,7 @@ class InferImpl final : public CpuInferBackend {
 
 // Layer 0's input side depends on the token only: x Wx + b for every id is one
 // [V, Emb] x [Emb, GH] GEMM (fp32) at construction, a row gather per step.
+// Wd packed in panels of 16 ids makes a range of logits contiguous reads.
 void InferImpl::BuildTables() {
   const int V = spec_.vocab_size, E = spec_.embedding_dim, H = spec_.rnn_units;
   const int GH = GateCount(spec_.architecture) * H;
@@ -164,6 +164,8 @@ void InferImpl::BuildTables() {
     SgemmSerial(false, false, V, GH, E, 1.0f, params_ + layout_.offset("embedding"), E,
                 params_ + lay_[0].wx, GH, 1.0f, table_.data(), GH);
   }
+  if (size_t(V) * H * sizeof(float) <= kMaxTableBytes)
+    wp_ = PackRangedDense(H, V, params_ + layout_.offset("dense.w"), V);
 }
 
 void InferImpl::Validate(const int* slot_ids, const int32_t* tokens, int n, const int32_t* lo,
@@ -321,14 +323,14 @@ void InferImpl::Dense(int i0, int i1, const int32_t* lo, const int32_t* hi, floa
   const float* wd = params_ + layout_.offset("dense.w");
   const float* x = xlast_.data() + size_t(i0) * H;
   float* out = logits + size_t(i0) * V;  // [m, V]
-  auto ranged = [&](int i) { return fast_ && lo && hi[i] - lo[i] < V; };
+  auto ranged = [&](int i) { return lo && !wp_.empty() && hi[i] - lo[i] < V; };
   bool full = false;
   for (int i = i0; i < i1 && !full; ++i) full = !ranged(i);
   if (full) {
     for (int i = 0; i < m; ++i) std::memcpy(out + size_t(i) * V, bd, V * sizeof(float));
     Gemm(m, V, H, x, H, wd, wd16_.data(), V, 1.0f, out, V);
   }
-  if (!fast_ || !lo) return;
+  if (!lo || wp_.empty()) return;
   // Groups of rows by range, in the order of their first row: head_[lo] is
   // the group of the last range seen starting at lo (ranges starting at the
   // same id but ending elsewhere, rare, are looked up among the groups).
@@ -366,7 +368,7 @@ void InferImpl::Dense(int i0, int i1, const int32_t* lo, const int32_t* hi, floa
   }
   for (int g = 0, begin = 0; g < ng; begin = off[size_t(g)], ++g) {
     const int first = group_row_[size_t(i0 + g)];
-    RangedDense(off[size_t(g)] - begin, gx + begin, H, wd, V, bd, lo[first], hi[first],
+    RangedDense(off[size_t(g)] - begin, gx + begin, H, wp_.data(), bd, lo[first], hi[first],
                 gout + begin);
     head[size_t(lo[first])] = -1;
   }

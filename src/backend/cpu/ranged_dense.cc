@@ -28,15 +28,26 @@ void RangedDensePortable(int m, const float* const* x, int K, const float* w, in
   }
 }
 
+std::vector<float> PackRangedDense(int K, int V, const float* w, int ldw) {
+  const int panels = (V + 15) / 16;
+  std::vector<float> p(size_t(panels) * K * 16, 0.0f);
+  for (int t = 0; t < panels; ++t)
+    for (int k = 0; k < K; ++k)
+      for (int l = 0; l < 16 && 16 * t + l < V; ++l)
+        p[(size_t(t) * K + k) * 16 + l] = w[size_t(k) * ldw + 16 * t + l];
+  return p;
+}
+
 #if defined(__AVX512F__)
 namespace {
 
-// R rows x NV vectors of 16 columns starting at column c; the last vector
-// holds the lanes of `last` (masked loads and stores: nothing outside the
-// range is read from W or b, or written). R x NV x 4 accumulators.
+// R rows x NV panels from panel t on; lane l of panel t + j is column
+// 16 (t + j) + l, kept where its bit of mask[j] is set (masked loads and
+// stores: nothing outside the range is read from b, or written).
+// R x NV x 4 accumulators.
 template <int R, int NV>
-void Block(const float* const* x, int K, const float* w, int ldw, const float* b, int c,
-           __mmask16 last, float* const* out) {
+void Block(const float* const* x, int K, const float* packed, const float* b, int t,
+           const __mmask16* mask, float* const* out) {
   // The small loops unrolled early, so that the accumulators become registers
   // (without it GCC keeps the array on the stack and stores it at every k).
   __m512 acc[kChains][R * NV];
@@ -47,12 +58,11 @@ void Block(const float* const* x, int K, const float* w, int ldw, const float* b
   const float* xr[R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) xr[r] = x[r];
+  const float* pt = packed + size_t(t) * K * 16;
   auto step = [&](int k, __m512* a) __attribute__((always_inline)) {
-    const float* wk = w + size_t(k) * ldw + c;
     __m512 wv[NV];
 #pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j)
-      wv[j] = j + 1 < NV ? _mm512_loadu_ps(wk + 16 * j) : _mm512_maskz_loadu_ps(last, wk + 16 * j);
+    for (int j = 0; j < NV; ++j) wv[j] = _mm512_loadu_ps(pt + (size_t(j) * K + k) * 16);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m512 xb = _mm512_set1_ps(xr[r][k]);
@@ -72,31 +82,36 @@ void Block(const float* const* x, int K, const float* w, int ldw, const float* b
   if (k + 2 < K) step(k + 2, acc[2]);
 #pragma GCC unroll 4
   for (int j = 0; j < NV; ++j) {
-    const __mmask16 mk = j + 1 < NV ? __mmask16(0xffff) : last;
-    const __m512 bv = _mm512_maskz_loadu_ps(mk, b + c + 16 * j);
+    const int c = 16 * (t + j);
+    const __m512 bv = _mm512_maskz_loadu_ps(mask[j], b + c);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const int i = r * NV + j;
       const __m512 s = _mm512_add_ps(_mm512_add_ps(acc[0][i], acc[1][i]),
                                      _mm512_add_ps(acc[2][i], acc[3][i]));
-      _mm512_mask_storeu_ps(out[r] + c + 16 * j, mk, _mm512_add_ps(s, bv));
+      _mm512_mask_storeu_ps(out[r] + c, mask[j], _mm512_add_ps(s, bv));
     }
   }
 }
 
-// Rows in blocks of R over column chunks of 32 (NV = 2; the tail chunk 1 or
-// 2 vectors): 3 x 2 x 4 = 24 accumulators.
+// The lanes of panel t inside [lo, hi).
+__mmask16 PanelMask(int t, int lo, int hi) {
+  const int a = std::max(lo - 16 * t, 0), e = std::min(hi - 16 * t, 16);
+  return e <= a ? __mmask16(0) : __mmask16(((1u << e) - 1u) & ~((1u << a) - 1u));
+}
+
+// Rows in blocks of R over pairs of panels (NV = 2; a last single one):
+// 3 x 2 x 4 = 24 accumulators.
 template <int R>
-void Rows(const float* const* x, int K, const float* w, int ldw, const float* b, int lo, int hi,
+void Rows(const float* const* x, int K, const float* packed, const float* b, int lo, int hi,
           float* const* out) {
-  constexpr int kCols = 32;
-  for (int c = lo; c < hi; c += kCols) {
-    const int n = std::min(kCols, hi - c), nv = (n + 15) / 16;
-    const __mmask16 last = __mmask16((1u << (n - 16 * (nv - 1))) - 1u);
-    if (nv == 1) {
-      Block<R, 1>(x, K, w, ldw, b, c, last, out);
+  const int t1 = (hi + 15) / 16;
+  for (int t = lo / 16; t < t1; t += 2) {
+    const __mmask16 mask[2] = {PanelMask(t, lo, hi), PanelMask(t + 1, lo, hi)};
+    if (t + 1 < t1) {
+      Block<R, 2>(x, K, packed, b, t, mask, out);
     } else {
-      Block<R, 2>(x, K, w, ldw, b, c, last, out);
+      Block<R, 1>(x, K, packed, b, t, mask, out);
     }
   }
 }
@@ -104,17 +119,24 @@ void Rows(const float* const* x, int K, const float* w, int ldw, const float* b,
 }  // namespace
 #endif
 
-void RangedDense(int m, const float* const* x, int K, const float* w, int ldw, const float* b,
-                 int lo, int hi, float* const* out) {
+void RangedDense(int m, const float* const* x, int K, const float* packed, const float* b, int lo,
+                 int hi, float* const* out) {
   if (m <= 0 || hi <= lo) return;
 #if defined(__AVX512F__)
   constexpr int kRows = 3;
   int r = 0;
-  for (; r + kRows <= m; r += kRows) Rows<kRows>(x + r, K, w, ldw, b, lo, hi, out + r);
-  if (m - r == 2) Rows<2>(x + r, K, w, ldw, b, lo, hi, out + r);
-  if (m - r == 1) Rows<1>(x + r, K, w, ldw, b, lo, hi, out + r);
+  for (; r + kRows <= m; r += kRows) Rows<kRows>(x + r, K, packed, b, lo, hi, out + r);
+  if (m - r == 2) Rows<2>(x + r, K, packed, b, lo, hi, out + r);
+  if (m - r == 1) Rows<1>(x + r, K, packed, b, lo, hi, out + r);
 #else
-  RangedDensePortable(m, x, K, w, ldw, b, lo, hi, out);
+  // The packed panels as a row-major matrix per panel: column v of W is lane
+  // v % 16 of panel v / 16, at stride 16 over k.
+  for (int v = lo; v < hi; ++v) {
+    std::vector<float*> o(out, out + m);
+    const float* col = packed + size_t(v / 16) * K * 16 + v % 16;
+    for (int r = 0; r < m; ++r) o[size_t(r)] += v;  // out_r[v] at o[r][0]
+    RangedDensePortable(m, x, K, col, 16, b + v, 0, 1, o.data());
+  }
 #endif
 }
 

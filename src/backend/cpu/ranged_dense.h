@@ -14,12 +14,23 @@
 // written on [lo, hi) only.
 #pragma once
 
+#include <vector>
+
 namespace ds::cpu {
 
-void RangedDense(int m, const float* const* x, int K, const float* w, int ldw, const float* b,
-                 int lo, int hi, float* const* out);
+// W [K, ldw] (its first V columns) in the kernel's layout: panels of 16
+// columns, panel t = columns 16 t .. 16 t + 15 as [K][16] floats (contiguous,
+// zero past V), so that a narrow range of one row reads K x 64 contiguous
+// bytes instead of one line (and page) per k.
+std::vector<float> PackRangedDense(int K, int V, const float* w, int ldw);
 
-// The portable form of the same (reference for tests; the kernel's fallback).
+// out_r[v] for v in [lo, hi) from the packed weights (`packed` of
+// PackRangedDense(K, V, ...); hi <= V).
+void RangedDense(int m, const float* const* x, int K, const float* packed, const float* b, int lo,
+                 int hi, float* const* out);
+
+// The portable form of the same arithmetic from W as stored (the reference
+// for tests; the kernel's fallback without AVX-512).
 void RangedDensePortable(int m, const float* const* x, int K, const float* w, int ldw,
                          const float* b, int lo, int hi, float* const* out);
 
