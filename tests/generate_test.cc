@@ -103,6 +103,39 @@ TEST(Sampler, FrequenciesMatchSoftmax) {
   }
 }
 
+// Ranges wider than one block of 16 ids (the draw walks block sums, then the
+// ids of one block): 53 ids, a third of them masked, blocks of very unequal
+// weight (one nearly empty, one holding most of the mass), and ties.
+TEST(Sampler, FrequenciesMatchSoftmaxAcrossBlocks) {
+  std::vector<float> l(53);
+  for (size_t i = 0; i < l.size(); ++i) l[i] = i % 3 == 1 ? -INFINITY : float(i % 7) * 0.4f - 1.0f;
+  for (size_t i = 16; i < 32; ++i) l[i] = i == 20 ? -9.0f : -INFINITY;  // block 1: one tiny id
+  l[40] = l[41] = 3.0f;                                                   // a tie, most of the mass
+  std::vector<float> scratch(l.size());
+  for (double t : {1.0, 0.7}) {
+    Philox rng(11, uint64_t(t * 10));
+    const int n = 300000;
+    std::vector<int> count(l.size());
+    for (int k = 0; k < n; ++k)
+      ++count[size_t(SampleToken(l.data(), int(l.size()), t, rng, scratch.data()))];
+    const auto p = Softmax(l, t);
+    double chi2 = 0;
+    int dof = -1;
+    for (size_t i = 0; i < l.size(); ++i) {
+      if (l[i] == -INFINITY) {
+        EXPECT_EQ(count[i], 0) << "masked id " << i;
+        continue;
+      }
+      const double f = double(count[i]) / n;
+      EXPECT_NEAR(f, p[i], 5 * std::sqrt(p[i] * (1 - p[i]) / n) + 1e-9) << "T=" << t << " id " << i;
+      if (p[i] * n >= 5) chi2 += (count[i] - p[i] * n) * (count[i] - p[i] * n) / (p[i] * n), ++dof;
+    }
+    EXPECT_LT(chi2, dof + 5 * std::sqrt(2.0 * dof)) << "T=" << t << " dof " << dof;
+  }
+  Philox rng(3, 3);
+  EXPECT_EQ(SampleToken(l.data(), int(l.size()), 0.0, rng, scratch.data()), 40);  // lowest on ties
+}
+
 TEST(Sampler, EverythingMaskedGivesMinusOne) {
   std::vector<float> l(4, -INFINITY), scratch(4);
   Philox rng(1, 1);

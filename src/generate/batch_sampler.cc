@@ -35,7 +35,11 @@ BatchSampler::BatchSampler(const Tokenizer& tok, InferBackend& backend,
     backend.ResetSlot(i);  // padding rows (full_batch) start from a defined state
   }
   never_.assign(V_, 0);
-  for (int i = 0; i < V_; ++i) never_[i] = tok.kind(i) == TokenKind::kUnused;
+  never_before_.assign(size_t(V_) + 1, 0);
+  for (int i = 0; i < V_; ++i) {
+    never_[i] = tok.kind(i) == TokenKind::kUnused;
+    never_before_[size_t(i) + 1] = never_before_[size_t(i)] + never_[i];
+  }
   ids_.resize(n);
   tokens_.resize(n);
   lo_.resize(n);
@@ -124,8 +128,9 @@ void BatchSampler::Step(std::vector<GeneratedRecord>* done) {
       // Only [lo, hi) was computed; outside it the filter's mask is -inf, so
       // sampling the range picks the token sampling the whole row would.
       const int lo = lo_[r], hi = hi_[r];
-      for (int v = lo; v < hi; ++v)
-        if (never_[v]) lg[v] = -INFINITY;
+      if (never_before_[size_t(hi)] > never_before_[size_t(lo)])
+        for (int v = lo; v < hi; ++v)
+          if (never_[v]) lg[v] = -INFINITY;
       if (filter_) filter_->Mask(s, lg);
       tok = SampleToken(lg + lo, hi - lo, opt_.temperature, sl.rng, scratch_.data());
       if (tok >= 0) tok += lo;

@@ -129,6 +129,7 @@ class BatchSampler {
   std::deque<GenTask> queue_;
   int active_ = 0;
   std::vector<uint8_t> never_;   // [V] 1 = kUnused (never sampled)
+  std::vector<int32_t> never_before_;  // [V + 1] kUnused ids below each id
   std::vector<int> ids_;         // [slots] slot ids of this step's batch
   std::vector<int32_t> tokens_;  // [slots] inputs of this step's batch
   std::vector<int32_t> lo_, hi_;  // [slots] logit ids each row samples from (StepRange)

@@ -2,36 +2,77 @@
 
 #include <cmath>
 
-namespace ds {
+#include "backend/cpu/vmath.h"
 
-int SampleToken(const float* logits, int V, double temperature, Philox& rng, float* scratch) {
-  int best = -1;
+namespace ds {
+namespace {
+
+constexpr int kBlock = 16;  // ids per partial sum (one AVX-512 vector)
+
+// The largest logit (-inf when all are masked; NaN never wins), by a vector
+// reduction.
+float MaxLogit(const float* logits, int V) {
   float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+  for (int i = 0; i < V; ++i) mx = logits[i] > mx ? logits[i] : mx;
+  return mx;
+}
+
+// e_i = exp((l_i - mx) / T) into scratch (0 for a masked -inf logit), and
+// the sum of each block of kBlock ids into sums (the last block partial).
+void Weights(const float* logits, int V, float mx, float inv_t, float* scratch, double* sums) {
+#pragma omp simd
   for (int i = 0; i < V; ++i) {
-    if (logits[i] > mx) {
-      mx = logits[i];
-      best = i;
-    }
+    const float e = cpu::FastExp((logits[i] - mx) * inv_t);
+    scratch[i] = logits[i] == -INFINITY ? 0.0f : e;
   }
-  if (best < 0) return -1;  // all masked (or NaN)
-  if (temperature <= kGreedyTemperature) return best;
+  for (int b = 0; b * kBlock < V; ++b) {
+    const int n = V - b * kBlock < kBlock ? V - b * kBlock : kBlock;
+    float s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int i = 0; i < n; ++i) s += scratch[b * kBlock + i];
+    sums[b] = s;
+  }
+}
+
+}  // namespace
+
+// The draw by blocks: the first block whose running sum passes u * total,
+// then the first id inside it whose running sum does. With rounding, the
+// walk inside the block may end short of the target: the block's last id of
+// nonzero weight is taken then (and the last one overall past the end).
+int SampleToken(const float* logits, int V, double temperature, Philox& rng, float* scratch) {
+  const float mx = MaxLogit(logits, V);
+  if (!(mx > -INFINITY)) return -1;  // all masked (or NaN)
+  auto argmax = [&] {  // the lowest id of the largest logit
+    int i = 0;
+    while (!(logits[i] == mx)) ++i;
+    return i;
+  };
+  if (temperature <= kGreedyTemperature) return argmax();
   const float inv_t = float(1.0 / temperature);
-  double sum = 0;
-  for (int i = 0; i < V; ++i) {
-    float e = std::exp((logits[i] - mx) * inv_t);  // -inf -> 0
-    scratch[i] = e;
-    sum += e;
-  }
-  double target = rng.UniformDouble() * sum;
+  const int nb = (V + kBlock - 1) / kBlock;
+  double stack[64];
+  double* sums = nb <= 64 ? stack : new double[size_t(nb)];
+  Weights(logits, V, mx, inv_t, scratch, sums);
+  double total = 0;
+  for (int b = 0; b < nb; ++b) total += sums[b];
+  const double target = rng.UniformDouble() * total;
   double acc = 0;
-  int last = best;
-  for (int i = 0; i < V; ++i) {
+  int b = 0;
+  while (b + 1 < nb && !(target < acc + sums[b])) acc += sums[b++];
+  if (sums != stack) delete[] sums;
+  int last = -1;
+  for (int i = b * kBlock; i < V && i < (b + 1) * kBlock; ++i) {
     if (scratch[i] <= 0) continue;
     acc += scratch[i];
     last = i;
     if (target < acc) return i;
   }
-  return last;  // rounding: the last token with probability > 0
+  if (last >= 0) return last;
+  for (int i = V - 1; i >= 0; --i)  // rounding left an empty block: the last id of weight > 0
+    if (scratch[i] > 0) return i;
+  return argmax();
 }
 
 }  // namespace ds

@@ -1,8 +1,13 @@
 // Token sampling for generation.
 //
-//   p_i = softmax(logits / T)_i = exp((l_i - max_j l_j) / T) / sum_k exp((l_k - max_j l_j) / T)
+//   p_i = softmax(logits / T)_i = e_i / sum_k e_k,  e_i = exp((l_i - max_j l_j) / T)
 //   token = smallest i with  u * sum_k e_k < sum_{j <= i} e_j,   u ~ Uniform[0, 1)  (53 bits)
 //
+// e_i is cpu::FastExp (vmath.h, relative error < 2e-7, vectorized) in fp32;
+// the sums run by blocks of 16 ids (each block's fp32 sum, the blocks and the
+// walk inside the chosen block in double), so the draw costs a vector pass
+// and one short scalar walk instead of V libm calls (session 9: records of a
+// given seed differ from before where u fell within rounding of a boundary).
 // T <= kGreedyTemperature picks the argmax (lowest id on ties). Logits equal
 // to -inf (masked) get probability 0 and are never picked; when every logit
 // is masked, SampleToken returns -1.

@@ -134,9 +134,11 @@ class CpuInferBackend : public InferBackend {
 // Inference fast path (fast = true, the default; fp32 whatever the
 // precision): layer 0's x side comes from a table [V, G H] = E Wx_0 + b built
 // at construction (one row gather per token instead of the x part of the
-// GEMM), and StepRange computes a row's logits only over its id range, as
-// dot products with a transposed copy of Wd (rows with the full range use the
-// GEMM). Each table is built only when it fits in 64 MiB. fast = false runs
+// GEMM), and StepRange computes a row's logits only over its id range: the
+// rows of a step that share a range as one register-blocked kernel over them
+// (RangedDense, ranged_dense.h: each logit a fixed-order fp32 sum, the same
+// whatever rows share it; rows with the full range use the GEMM). The table
+// is built only when it fits in 64 MiB. fast = false runs
 // the plain path (every GEMM, every logit), the reference for tests; the two
 // agree to fp32 rounding (the sums are ordered differently), not bit for bit.
 struct InferOptions {

@@ -9,6 +9,7 @@
 #include "backend/cpu/buffer.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/gemm.h"
+#include "backend/cpu/ranged_dense.h"
 #include "backend/cpu/vmath.h"
 #include "util/status.h"
 
@@ -54,6 +55,11 @@ class InferImpl final : public CpuInferBackend {
       ToBf16(params + layout_.offset("dense.w"), size_t(H) * V, wd16_.data());
     }
     if (opt.fast) BuildTables();
+    group_of_.assign(size_t(slots), -1);
+    group_row_.assign(size_t(slots), 0);
+    Teams(std::max(1, omp_get_max_threads()));
+    gx_.assign(size_t(slots), nullptr);
+    gout_.assign(size_t(slots), nullptr);
     z_.Resize(size_t(slots) * GH);
     if (gru_) zh_.Resize(size_t(slots) * GH);
     xlast_.Resize(size_t(slots) * H);
@@ -86,6 +92,13 @@ class InferImpl final : public CpuInferBackend {
 
  private:
   void BuildTables();
+  // Per team scratch of Dense for `teams` teams.
+  void Teams(int teams) {
+    while (int(head_.size()) < teams) {
+      head_.emplace_back(size_t(spec_.vocab_size), -1);
+      group_off_.emplace_back(size_t(slots_) + 1, 0);
+    }
+  }
   void Validate(const int* slot_ids, const int32_t* tokens, int n, const int32_t* lo,
                 const int32_t* hi);
   void Rows(const int* slot_ids, const int32_t* tokens, int i0, int i1, const int32_t* lo,
@@ -122,18 +135,25 @@ class InferImpl final : public CpuInferBackend {
   Buffer<uint16_t> wd16_;              // [H, V] Wd in bf16 (bf16 only)
   // Fast path (InferOptions::fast), fp32 whatever the precision:
   Buffer<float> table_;  // [V, GH] E Wx_0 + b (lstm) / + bx (gru): layer 0's x side per token
-  Buffer<float> wdt_;    // [V, H] Wd^T: logits of an id range as dot products
+  std::vector<float> wp_;  // Wd packed for RangedDense (ranged_dense.h)
   Buffer<float> z_;      // [slots, GH] gate pre-activations (x side for the gru)
   Buffer<float> zh_;     // [slots, GH] h_prev Wh (gru only)
   Buffer<float> tc_;     // [slots, H] tanh(c) scratch
   Buffer<float> xlast_;  // [slots, H] top layer output, dense input
   Buffer<float> zeros_;  // [GH] zero bias (the table holds layer 0's)
   std::vector<char> seen_;  // [slots] duplicate check of slot_ids
+  // Dense's grouping of rows by range: [slots] (row i's entries: its team's),
+  // head_ [threads][V] (all -1 between calls)
+  std::vector<int> group_of_, group_row_;
+  std::vector<std::vector<int>> head_;       // [teams][V]
+  std::vector<std::vector<int>> group_off_;  // [teams][slots + 1]
+  std::vector<const float*> gx_;
+  std::vector<float*> gout_;
 };
 
 // Layer 0's input side depends on the token only: x Wx + b for every id is one
 // [V, Emb] x [Emb, GH] GEMM (fp32) at construction, a row gather per step.
-// Wd^T makes a range of logits a few contiguous dot products.
+// Wd packed in panels of 16 ids makes a range of logits contiguous reads.
 void InferImpl::BuildTables() {
   const int V = spec_.vocab_size, E = spec_.embedding_dim, H = spec_.rnn_units;
   const int GH = GateCount(spec_.architecture) * H;
@@ -144,12 +164,8 @@ void InferImpl::BuildTables() {
     SgemmSerial(false, false, V, GH, E, 1.0f, params_ + layout_.offset("embedding"), E,
                 params_ + lay_[0].wx, GH, 1.0f, table_.data(), GH);
   }
-  if (size_t(V) * H * sizeof(float) <= kMaxTableBytes) {
-    wdt_.Resize(size_t(V) * H);
-    const float* wd = params_ + layout_.offset("dense.w");
-    for (int k = 0; k < H; ++k)
-      for (int v = 0; v < V; ++v) wdt_.data()[size_t(v) * H + k] = wd[size_t(k) * V + v];
-  }
+  if (size_t(V) * H * sizeof(float) <= kMaxTableBytes)
+    wp_ = PackRangedDense(H, V, params_ + layout_.offset("dense.w"), V);
 }
 
 void InferImpl::Validate(const int* slot_ids, const int32_t* tokens, int n, const int32_t* lo,
@@ -187,6 +203,7 @@ void InferImpl::StepRange(const int* slot_ids, const int32_t* tokens, int n, con
   // At least 8 rows per thread: below that the serial GEMMs lose more than the
   // second core gains.
   const int teams = std::max(1, std::min(nt, n / 8));
+  Teams(teams);
   if (teams == 1) {
     Rows(slot_ids, tokens, 0, n, lo, hi, logits);
     return;
@@ -216,8 +233,8 @@ void InferImpl::Rows(const int* slot_ids, const int32_t* tokens, int i0, int i1,
 }
 
 // One LSTM layer for rows i0..i1: gathers [x, h_prev] (layer 0 with the
-// table: h_prev only, z starts as the token's table row), z = [x, h] [Wx; Wh]
-// (+ b), the fused cell; h goes to the slot's state and to `next` (the next
+// table: h_prev only, and the token's table row is the cell's bias), z = [x,
+// h] [Wx; Wh], the fused cell adding b; h goes to the slot's state and to `next` (the next
 // layer's input rows, leading dimension next_ld).
 void InferImpl::LstmLayer(int l, const int* slot_ids, const int32_t* tokens, int i0, int i1,
                           float* next, int next_ld) {
@@ -232,17 +249,12 @@ void InferImpl::LstmLayer(int l, const int* slot_ids, const int32_t* tokens, int
   const float* emb = params_ + layout_.offset("embedding");
   for (int i = i0; i < i1; ++i) {
     float* row = xh + size_t(i - i0) * K;
-    if (table) {
-      std::memcpy(z + size_t(i - i0) * H4, table_.data() + size_t(tokens[i]) * H4,
-                  H4 * sizeof(float));
-    } else if (l == 0) {
-      std::memcpy(row, emb + size_t(tokens[i]) * E, E * sizeof(float));
-    }
+    if (!table && l == 0) std::memcpy(row, emb + size_t(tokens[i]) * E, E * sizeof(float));
     std::memcpy(row + in, hs + size_t(slot_ids[i]) * H, H * sizeof(float));
   }
   const uint16_t* w16 = bf16_ ? w16_[l].data() : nullptr;
-  if (table) {
-    Gemm(m, H4, H, xh + in, K, params_ + Ly.wh, w16 ? w16 + size_t(in) * H4 : nullptr, H4, 1.0f,
+  if (table) {  // z = h_prev Wh; the cell adds the token's table row as its bias
+    Gemm(m, H4, H, xh + in, K, params_ + Ly.wh, w16 ? w16 + size_t(in) * H4 : nullptr, H4, 0.0f,
          z, H4);
   } else if (fused_[l] || bf16_) {
     Gemm(m, H4, K, xh, K, params_ + Ly.wx, w16, H4, 0.0f, z, H4);
@@ -250,8 +262,8 @@ void InferImpl::LstmLayer(int l, const int* slot_ids, const int32_t* tokens, int
     SgemmSerial(false, false, m, H4, in, 1.0f, xh, K, params_ + Ly.wx, H4, 0.0f, z, H4);
     SgemmSerial(false, false, m, H4, H, 1.0f, xh + in, K, params_ + Ly.wh, H4, 1.0f, z, H4);
   }
-  const float* bias = table ? zeros_.data() : params_ + Ly.b;
   for (int i = i0; i < i1; ++i) {
+    const float* bias = table ? table_.data() + size_t(tokens[i]) * H4 : params_ + Ly.b;
     float* zr = z + size_t(i - i0) * H4;
     float* c = cs + size_t(slot_ids[i]) * H;
     float* h = hs + size_t(slot_ids[i]) * H;
@@ -301,32 +313,64 @@ void InferImpl::GruLayer(int l, const int* slot_ids, const int32_t* tokens, int 
 }
 
 // logits = h Wd + bd for rows i0..i1. A row whose range is narrower than the
-// vocabulary (and with Wd^T built) gets only its range, as dot products in
-// fp32; the others come from one GEMM over all rows i0..i1 (so a row's values
-// never depend on the other rows' ranges).
+// vocabulary gets only its range: the rows sharing a range run as one group
+// through RangedDense (fp32, each logit's sum in a fixed order, so its value
+// does not depend on the group); the others come from one GEMM over all rows
+// i0..i1 (so a row's values never depend on the other rows' ranges).
 void InferImpl::Dense(int i0, int i1, const int32_t* lo, const int32_t* hi, float* logits) {
   const int V = spec_.vocab_size, H = spec_.rnn_units, m = i1 - i0;
   const float* bd = params_ + layout_.offset("dense.b");
+  const float* wd = params_ + layout_.offset("dense.w");
   const float* x = xlast_.data() + size_t(i0) * H;
   float* out = logits + size_t(i0) * V;  // [m, V]
-  auto ranged = [&](int i) { return lo && wdt_.size() > 0 && hi[i] - lo[i] < V; };
+  auto ranged = [&](int i) { return lo && !wp_.empty() && hi[i] - lo[i] < V; };
   bool full = false;
   for (int i = i0; i < i1 && !full; ++i) full = !ranged(i);
   if (full) {
     for (int i = 0; i < m; ++i) std::memcpy(out + size_t(i) * V, bd, V * sizeof(float));
-    Gemm(m, V, H, x, H, params_ + layout_.offset("dense.w"), wd16_.data(), V, 1.0f, out, V);
+    Gemm(m, V, H, x, H, wd, wd16_.data(), V, 1.0f, out, V);
   }
+  if (!lo || wp_.empty()) return;
+  // Groups of rows by range, in the order of their first row: head_[lo] is
+  // the group of the last range seen starting at lo (ranges starting at the
+  // same id but ending elsewhere, rare, are looked up among the groups).
+  // The scratch entries [i0, i1) belong to this call (teams run disjoint
+  // row blocks); head_ is per team.
+  std::vector<int>& head = head_[size_t(omp_get_thread_num())];
+  std::vector<int>& off = group_off_[size_t(omp_get_thread_num())];
+  int* grp = group_of_.data();
+  int ng = 0;
   for (int i = i0; i < i1; ++i) {
-    if (!ranged(i)) continue;
-    const float* xr = xlast_.data() + size_t(i) * H;
-    float* o = logits + size_t(i) * V;
-    for (int v = lo[i]; v < hi[i]; ++v) {
-      const float* w = wdt_.data() + size_t(v) * H;
-      float acc = 0;
-#pragma omp simd reduction(+ : acc)
-      for (int k = 0; k < H; ++k) acc += xr[k] * w[k];
-      o[v] = acc + bd[v];
+    grp[i] = -1;
+    if (!ranged(i) || hi[i] <= lo[i]) continue;
+    int g = head[size_t(lo[i])];
+    if (g < 0 || hi[group_row_[size_t(i0 + g)]] != hi[i]) {
+      g = -1;
+      for (int q = 0; q < ng && g < 0; ++q)
+        if (lo[group_row_[size_t(i0 + q)]] == lo[i] && hi[group_row_[size_t(i0 + q)]] == hi[i]) g = q;
+      if (g < 0) group_row_[size_t(i0 + (g = ng++))] = i;
+      head[size_t(lo[i])] = g;
     }
+    grp[i] = g;
+  }
+  // The rows of group g at [off[g], off[g + 1]) of gx / gout, in row order.
+  std::fill(off.begin(), off.begin() + ng + 1, 0);
+  for (int i = i0; i < i1; ++i)
+    if (grp[i] >= 0) ++off[size_t(grp[i]) + 1];
+  for (int g = 0; g < ng; ++g) off[size_t(g) + 1] += off[size_t(g)];
+  const float** gx = gx_.data() + i0;
+  float** gout = gout_.data() + i0;
+  for (int i = i0; i < i1; ++i) {
+    if (grp[i] < 0) continue;
+    const int at = off[size_t(grp[i])]++;
+    gx[at] = xlast_.data() + size_t(i) * H;
+    gout[at] = logits + size_t(i) * V;
+  }
+  for (int g = 0, begin = 0; g < ng; begin = off[size_t(g)], ++g) {
+    const int first = group_row_[size_t(i0 + g)];
+    RangedDense(off[size_t(g)] - begin, gx + begin, H, wp_.data(), bd, lo[first], hi[first],
+                gout + begin);
+    head[size_t(lo[first])] = -1;
   }
 }
 
