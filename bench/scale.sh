@@ -109,7 +109,7 @@ rows = [l.split() for l in open(sys.argv[1])]
 lines = open(sys.argv[2]).read().splitlines()
 records = int(sys.argv[3])
 epochs = dict(a.split("=") for a in sys.argv[4:])
-PHASES = ("setup", "validation", "shard steps", "fixed point", "wait", "allreduce", "optimizer", "save", "other")
+PHASES = ("setup", "validation", "shard steps", "fixed point", "wait", "allreduce", "optimizer", "save", "calibration", "other")
 
 def med(wl, name, i):
     return statistics.median(float(r[i]) for r in rows if r[0] == wl and r[1] == name)
