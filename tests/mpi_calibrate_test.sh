@@ -31,12 +31,15 @@ for n in 2 3; do
   cmp -s "$(weights "$TMP/m1")" "$(weights "$TMP/m$n")" && cmp -s "$TMP/m1/pair_tables.bin" "$TMP/m$n/pair_tables.bin" &&
     pass "$n ranks: calibrated weights and pair tables bitwise those of 1 rank" ||
     fail "$n ranks: the calibrated model differs from 1 rank's"
-  # 5 measurements (iterations 0-4) of 4000 records: about 20000 / n attempts here.
+  # 5 measurements (iterations 0-4; 1000, 1000, 2000, 4000, 4000 records):
+  # about 12000 / n attempts here.
   python3 - "$(line "$TMP/log$n")" "$n" <<'PY' &&
 import re, sys
-m = re.search(r"sampled over ([0-9]+) ranks \(([0-9]+) attempts on this one\)", sys.argv[1])
+m = re.search(r"with ([0-9, ]+) records, sampled over ([0-9]+) ranks \(([0-9]+) attempts on this one\)", sys.argv[1])
 n = int(sys.argv[2])
-sys.exit(0 if m and int(m.group(1)) == n and 0.9 * 20000 / n <= int(m.group(2)) <= 1.1 * 20000 / n else 1)
+total = sum(int(x) for x in m.group(1).split(", ")) if m else 0
+sys.exit(0 if m and total == 12000 and int(m.group(2)) == n and
+         0.9 * total / n <= int(m.group(3)) <= 1.1 * total / n else 1)
 PY
     pass "$n ranks: rank 0 generated 1/$n of the calibration's attempts" ||
     fail "$n ranks: the sampling is not split: $(line "$TMP/log$n" | grep -o 'measured[^;]*;')"

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -683,8 +684,9 @@ std::string CalibrateReport::Describe() const {
                 : "";
   return fmt::format(
       "calibrate: mean total variation distance of the {} marginals ({} of them 2-way) to the "
-      "targets {:.4f} -> {:.4f} (iteration {} kept; measured {} with {} records each{}){}{}",
-      cells, pairs, tvd_before, tvd_after, kept_iteration, fmt::join(each, ", "), samples, spread,
+      "targets {:.4f} -> {:.4f} (iteration {} kept; measured {} with {} records{}; {:.1f}s){}{}",
+      cells, pairs, tvd_before, tvd_after, kept_iteration, fmt::join(each, ", "),
+      fmt::join(samples, ", "), spread, seconds,
       links.empty() ? "" : "; pairs: ", fmt::join(links, ", "));
 }
 
@@ -721,46 +723,71 @@ void CalibrationSteps(const std::vector<ColumnMarginal>& targets,
 
 }  // namespace
 
-Status Calibrate(const FieldTokenizer& tok, const std::vector<std::string>& header, char delimiter,
-                 const NetworkSpec& spec, float* params, const std::vector<ColumnMarginal>& targets,
-                 const CalibrateOptions& o, CalibrateReport* report, PairTables* pairs) {
-  const ParamLayout layout = ParamLayout::For(spec);
-  float* bias = params + layout.offset("dense.b");
-  const double e = 0.5 / double(std::max<int64_t>(1, o.samples));
-  // The tables, one per 2-way cell (table_of[k]: its index, -1 for 1-way).
-  auto tables = std::make_shared<PairTables>();
-  std::vector<int> table_of(targets.size(), -1);
-  std::vector<int> per_child(tok.columns().size(), 0);  // tables sharing a child: damped steps
+namespace {
+
+// The tables to fit, one per 2-way cell (table_of[k]: its index, -1 for
+// 1-way), the tables sharing each child (per_child: their steps are damped)
+// and the report's links.
+struct Fit {
+  std::shared_ptr<PairTables> tables = std::make_shared<PairTables>();
+  std::vector<int> table_of, per_child;
+};
+Fit TablesFor(const FieldTokenizer& tok, const std::vector<std::string>& header,
+              const std::vector<ColumnMarginal>& targets, CalibrateReport* report) {
+  Fit f;
+  f.table_of.assign(targets.size(), -1);
+  f.per_child.assign(tok.columns().size(), 0);
   for (size_t k = 0; k < targets.size(); ++k) {
     if (targets[k].parent < 0) continue;
-    table_of[k] = int(tables->tables.size());
-    tables->tables.push_back(targets[k].Shape());
+    f.table_of[k] = int(f.tables->tables.size());
+    f.tables->tables.push_back(targets[k].Shape());
     if (size_t(targets[k].column) < header.size() && size_t(targets[k].parent) < header.size())
       report->links.push_back(header[size_t(targets[k].column)] + "<-" +
                               header[size_t(targets[k].parent)]);
-    ++per_child[size_t(targets[k].column)];
+    if (size_t(targets[k].column) < f.per_child.size()) ++f.per_child[size_t(targets[k].column)];
   }
-  if (!tables->tables.empty() && !pairs)
+  return f;
+}
+
+}  // namespace
+
+int64_t MeasureSize(const CalibrateOptions& o, int it) {
+  if (!o.ramp || it >= o.iterations - 1) return o.samples;
+  const int64_t s = it == o.iterations - 2 ? o.samples / 2 : o.samples / 4;
+  return std::max(s, std::min<int64_t>(o.samples, 250));
+}
+
+Status Calibrate(const FieldTokenizer& tok, const std::vector<std::string>& header, char delimiter,
+                 const NetworkSpec& spec, float* params, const std::vector<ColumnMarginal>& targets,
+                 const CalibrateOptions& o, CalibrateReport* report, PairTables* pairs) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const ParamLayout layout = ParamLayout::For(spec);
+  float* bias = params + layout.offset("dense.b");
+  Fit fit = TablesFor(tok, header, targets, report);
+  PairTables& tables = *fit.tables;
+  if (!tables.tables.empty() && !pairs)
     return DS_ERR(kInternal, "calibrate: 2-way targets without a place for the tables");
-  DS_RETURN_IF_ERROR(tables->Check(tok, "calibrate"));
+  DS_RETURN_IF_ERROR(tables.Check(tok, "calibrate"));
   report->cells = int(targets.size());
-  report->pairs = int(tables->tables.size());
-  report->samples = o.samples;
+  report->pairs = int(tables.tables.size());
   std::shared_ptr<const PairTables> applied;
-  if (!tables->tables.empty()) applied = tables;
+  if (!tables.tables.empty()) applied = fit.tables;
   // The measured best state is kept: a step can overshoot, and on a column of many
   // cells (vega_zipcodes) the last iteration measured worse than the first.
   const size_t nb = size_t(spec.vocab_size);
   std::vector<float> best_bias(bias, bias + nb);
-  PairTables best_tables = *tables;
+  PairTables best_tables = tables;
   double best = std::numeric_limits<double>::infinity();
   for (int it = 0; it <= o.iterations; ++it) {
+    CalibrateOptions oi = o;
+    oi.samples = MeasureSize(o, it);
     std::vector<ColumnMarginal> got = targets;
     MeasureStats ms;
-    DS_RETURN_IF_ERROR(MeasureModel(tok, header, delimiter, spec, params, o,
+    DS_RETURN_IF_ERROR(MeasureModel(tok, header, delimiter, spec, params, oi,
                                     o.seed + uint64_t(it) * 7919u, applied, &got, &ms));
     report->attempts_here += ms.attempts_here;
     report->ranks = ms.ranks;
+    report->samples.push_back(oi.samples);
     Normalize(&got);
     const double tvd = MeanTvd(got, targets);
     report->tvd.push_back(tvd);
@@ -769,12 +796,14 @@ Status Calibrate(const FieldTokenizer& tok, const std::vector<std::string>& head
       best = tvd;
       report->kept_iteration = it;
       best_bias.assign(bias, bias + nb);
-      best_tables = *tables;
+      best_tables = tables;
     }
     if (it == o.iterations) break;
-    CalibrationSteps(targets, got, table_of, per_child, o, e, bias, tables.get());
+    const double e = 0.5 / double(std::max<int64_t>(1, oi.samples));
+    CalibrationSteps(targets, got, fit.table_of, fit.per_child, o, e, bias, &tables);
   }
   report->tvd_after = best;
+  report->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::copy(best_bias.begin(), best_bias.end(), bias);
   if (pairs) *pairs = std::move(best_tables);
   return Status::Ok();

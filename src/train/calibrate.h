@@ -197,6 +197,9 @@ struct CalibrateOptions {
   uint64_t seed = 1;
   double temperature = 1.0;
   double pseudo = 0.002;  // pair cells: smoothing mass of the conditionals (share of records)
+  // Fewer records for the early measurements (MeasureSize): they only steer
+  // the big first steps; the last two, which the kept state is chosen from, use all.
+  bool ramp = true;
   static constexpr double kMaxStep = 2.0;
 };
 // Records generated per calibration iteration for a training stream of
@@ -209,15 +212,23 @@ struct CalibrateOptions {
 inline constexpr int64_t kCalibrateTokens = 2000000;
 int64_t CalibrationSamples(int64_t tokens, int64_t records);
 
+// The valid records measured at iteration `it` (0 .. iterations): `samples`
+// for the last two; with `ramp`, samples / 2 for the one before and samples / 4
+// for the earlier ones (at least 250, or samples when fewer): 3 x samples in
+// all for 4 iterations instead of 5 x. Measured on 7 tables (docs/typed_fields.md
+// "Pair calibration"): the same SQS, 40% less calibration time.
+int64_t MeasureSize(const CalibrateOptions& options, int it);
+
 struct CalibrateReport {
   double tvd_before = 0, tvd_after = 0;  // mean total variation distance to the targets
   int kept_iteration = 0;                 // the measured best (0: the model as trained)
   int cells = 0, pairs = 0;               // marginals, and the 2-way ones among them
   std::vector<std::string> links;         // "child<-parent" per 2-way marginal
   std::vector<double> tvd;                // the distance measured at each iteration
-  int64_t samples = 0;                    // valid records measured per iteration
+  std::vector<int64_t> samples;           // the valid records each iteration measured
   int64_t attempts_here = 0;              // attempts this rank generated, all iterations
   int ranks = 1;                          // the ranks the sampling was spread over
+  double seconds = 0;                     // wall clock
   std::string Describe() const;
 };
 
