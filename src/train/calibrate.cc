@@ -11,6 +11,7 @@
 
 #include "backend/registry.h"
 #include "dist/comm.h"
+#include "dist/profile.h"
 #include "generate/field_filter.h"
 #include "generate/generator.h"
 #include "schema/column_rules.h"
@@ -684,9 +685,9 @@ std::string CalibrateReport::Describe() const {
                 : "";
   return fmt::format(
       "calibrate: mean total variation distance of the {} marginals ({} of them 2-way) to the "
-      "targets {:.4f} -> {:.4f} (iteration {} kept; measured {} with {} records{}; {:.1f}s){}{}",
+      "targets {:.4f} -> {:.4f} (iteration {} kept; measured {} with {} records{}; {:.1f}s, cpu {:.1f}s){}{}",
       cells, pairs, tvd_before, tvd_after, kept_iteration, fmt::join(each, ", "),
-      fmt::join(samples, ", "), spread, seconds,
+      fmt::join(samples, ", "), spread, seconds, cpu_seconds,
       links.empty() ? "" : "; pairs: ", fmt::join(links, ", "));
 }
 
@@ -761,6 +762,7 @@ Status Calibrate(const FieldTokenizer& tok, const std::vector<std::string>& head
                  const NetworkSpec& spec, float* params, const std::vector<ColumnMarginal>& targets,
                  const CalibrateOptions& o, CalibrateReport* report, PairTables* pairs) {
   const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = dist::CpuNow();
   const ParamLayout layout = ParamLayout::For(spec);
   float* bias = params + layout.offset("dense.b");
   Fit fit = TablesFor(tok, header, targets, report);
@@ -804,6 +806,7 @@ Status Calibrate(const FieldTokenizer& tok, const std::vector<std::string>& head
   }
   report->tvd_after = best;
   report->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  report->cpu_seconds = dist::CpuNow() - cpu0;
   std::copy(best_bias.begin(), best_bias.end(), bias);
   if (pairs) *pairs = std::move(best_tables);
   return Status::Ok();

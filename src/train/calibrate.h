@@ -228,7 +228,7 @@ struct CalibrateReport {
   std::vector<int64_t> samples;           // the valid records each iteration measured
   int64_t attempts_here = 0;              // attempts this rank generated, all iterations
   int ranks = 1;                          // the ranks the sampling was spread over
-  double seconds = 0;                     // wall clock
+  double seconds = 0, cpu_seconds = 0;    // wall clock; this process's CPU time
   std::string Describe() const;
 };
 
