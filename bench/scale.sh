@@ -109,7 +109,7 @@ rows = [l.split() for l in open(sys.argv[1])]
 lines = open(sys.argv[2]).read().splitlines()
 records = int(sys.argv[3])
 epochs = dict(a.split("=") for a in sys.argv[4:])
-PHASES = ("setup", "validation", "shard steps", "fixed point", "wait", "allreduce", "optimizer", "save", "other")
+PHASES = ("setup", "validation", "shard steps", "fixed point", "wait", "allreduce", "optimizer", "save", "calibration", "other")
 
 def med(wl, name, i):
     return statistics.median(float(r[i]) for r in rows if r[0] == wl and r[1] == name)
@@ -127,7 +127,8 @@ def phases(wl, name, rank):  # {phase: (median wall, median cpu)} from the "mpi 
             continue
         for p in PHASES[:-1]:
             m = re.search(re.escape(p) + r" ([0-9.]+)s \(cpu ([0-9.]+)s\)", l)
-            got.setdefault(p, []).append((float(m.group(1)), float(m.group(2))))
+            if m:  # (a binary before the calibration phase has none)
+                got.setdefault(p, []).append((float(m.group(1)), float(m.group(2))))
         m = re.search(r"other (-?[0-9.]+)s of ([0-9.]+)s", l)
         got.setdefault("other", []).append((float(m.group(1)), 0.0))
         got.setdefault("total", []).append((float(m.group(2)), 0.0))

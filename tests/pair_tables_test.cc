@@ -190,6 +190,59 @@ TEST(PairTables, CalibrationSamplesShrinkForLongRecordsOnly) {
   EXPECT_EQ(CalibrationSamples(0, 0), 4000);              // no records: the default
 }
 
+// The early measurements use fewer records; the last two (the kept state is
+// chosen among them) all; never more than `samples`.
+TEST(PairTables, MeasureSizeRampsUpToTheLastTwo) {
+  CalibrateOptions o;
+  o.samples = 4000;
+  o.iterations = 4;
+  std::vector<int64_t> got;
+  for (int it = 0; it <= o.iterations; ++it) got.push_back(MeasureSize(o, it));
+  EXPECT_EQ(got, (std::vector<int64_t>{1000, 1000, 2000, 4000, 4000}));
+  o.samples = 600;  // at least 250
+  EXPECT_EQ(MeasureSize(o, 0), 250);
+  o.samples = 60;  // fewer than 250: all of them
+  EXPECT_EQ(MeasureSize(o, 0), 60);
+  o.samples = 4000;
+  o.iterations = 0;  // the one measurement is the last
+  EXPECT_EQ(MeasureSize(o, 0), 4000);
+  o.iterations = 4;
+  o.ramp = false;
+  EXPECT_EQ(MeasureSize(o, 1), 4000);
+}
+
+// MeasureModel's count-mode rounds count exactly GenerateForCalibration's
+// records (the first `samples` valid ones of the same stream).
+TEST(PairTables, MeasureModelCountsTheCalibrationRecords) {
+  auto tok = TwoColumns();
+  const NetworkSpec spec = TinySpec(*tok);
+  std::vector<float> params(ParamLayout::For(spec).total, 0.0f);
+  for (size_t i = 0; i < params.size(); ++i) params[i] = 0.05f * float(int(i % 7) - 3);
+  std::vector<ColumnMarginal> one = MarginalCells(*tok);
+  std::vector<ColumnMarginal> cells = WithParents(one, {{}, {}, {0}}, 10);
+  CalibrateOptions o;
+  o.samples = 777;
+  auto recs = GenerateForCalibration(*tok, {"x", "n", "y"}, ',', spec, params.data(), o, 31);
+  ASSERT_TRUE(recs.ok());
+  ASSERT_EQ(recs->size(), 777u);
+  std::vector<ColumnMarginal> want = cells;
+  CountMarginals(*tok, *recs, &want);
+  std::vector<ColumnMarginal> got = cells;
+  for (ColumnMarginal& m : got) std::fill(m.p.begin(), m.p.end(), 5.0);  // overwritten
+  MeasureStats ms;
+  ASSERT_TRUE(MeasureModel(*tok, {"x", "n", "y"}, ',', spec, params.data(), o, 31, nullptr, &got, &ms).ok());
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_EQ(got[k].p, want[k].p) << k;
+  EXPECT_GE(ms.attempts, 777);
+  EXPECT_EQ(ms.attempts_here, ms.attempts);
+  EXPECT_EQ(ms.ranks, 1);
+  o.samples = 500;  // another stream: other counts
+  ASSERT_TRUE(MeasureModel(*tok, {"x", "n", "y"}, ',', spec, params.data(), o, 32, nullptr, &got, &ms).ok());
+  double total = 0;
+  for (double v : got[0].p) total += v;
+  EXPECT_EQ(total, 500.0);
+}
+
 // A 1-way cell with groups (`within`) fits each id's share inside its group
 // and leaves the groups' totals to the tables (on a zero network n starts
 // uniform over its 10 ids): 1 takes group 0, 7 takes group 1, still half each.

@@ -12,7 +12,8 @@ namespace {
 constexpr int kPhases = int(Phase::kCount);
 std::array<double, kPhases> g_wall{}, g_cpu{};
 constexpr const char* kNames[kPhases] = {"setup",     "validation", "shard steps", "fixed point",
-                                         "wait",      "allreduce",  "optimizer",   "save"};
+                                         "wait",      "allreduce",  "optimizer",   "save",
+                                         "calibration"};
 
 double Clock(clockid_t id) {
   timespec ts;

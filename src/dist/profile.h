@@ -23,6 +23,7 @@ enum class Phase {
   kAllreduce,  // the int64 gradient allreduce
   kOptimizer,  // the optimizer step
   kSave,       // epoch files (rank 0: the model; others: their scratch copy)
+  kCalibrate,  // the pair calibration after training (its sampling spread over the ranks)
   kCount
 };
 

@@ -4,10 +4,14 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "backend/registry.h"
+#include "dist/comm.h"
+#include "dist/profile.h"
 #include "generate/field_filter.h"
 #include "generate/generator.h"
 #include "schema/column_rules.h"
@@ -116,10 +120,11 @@ void WithinStep(const ColumnMarginal& t, const ColumnMarginal& g, double e, floa
 
 }  // namespace
 
-Result<std::vector<std::vector<std::string>>> GenerateForCalibration(
-    const FieldTokenizer& tok, const std::vector<std::string>& header, char delimiter,
-    const NetworkSpec& spec, const float* params, const CalibrateOptions& o, uint64_t seed,
-    std::shared_ptr<const PairTables> pairs) {
+namespace {
+
+GenerationModel CalibrationModel(const FieldTokenizer& tok, const std::vector<std::string>& header,
+                                 char delimiter, const NetworkSpec& spec, const float* params,
+                                 std::shared_ptr<const PairTables> pairs) {
   GenerationModel g;
   g.tokenizer = &tok;
   g.header = header;
@@ -131,20 +136,138 @@ Result<std::vector<std::vector<std::string>>> GenerateForCalibration(
   g.make_filter = [&tok, pairs](int slots) -> Result<std::unique_ptr<TokenFilter>> {
     return NewFieldFilter(tok, slots, pairs);
   };
+  return g;
+}
+
+// Every record of the run `go` in id order (valid or not) to `each`.
+Status ForEachRecord(const GenerationModel& g, const GenerateOptions& go,
+                     const std::function<void(const GeneratedRecord&)>& each) {
+  DS_ASSIGN_OR_RETURN(auto gen, RecordGenerator::Create(g, go));
+  GeneratedRecord r;
+  while (true) {
+    DS_ASSIGN_OR_RETURN(bool more, gen->Next(&r));
+    if (!more) return Status::Ok();
+    each(r);
+  }
+}
+
+int64_t MaxInvalid(const CalibrateOptions& o) { return o.samples * 10 + 1000; }
+
+}  // namespace
+
+Result<std::vector<std::vector<std::string>>> GenerateForCalibration(
+    const FieldTokenizer& tok, const std::vector<std::string>& header, char delimiter,
+    const NetworkSpec& spec, const float* params, const CalibrateOptions& o, uint64_t seed,
+    std::shared_ptr<const PairTables> pairs) {
+  const GenerationModel g = CalibrationModel(tok, header, delimiter, spec, params, pairs);
   GenerateOptions go;
   go.num_lines = o.samples;
   go.seed = seed;
   go.temperature = o.temperature;
-  go.max_invalid = o.samples * 10 + 1000;
-  DS_ASSIGN_OR_RETURN(auto gen, RecordGenerator::Create(g, go));
+  go.max_invalid = MaxInvalid(o);
   std::vector<std::vector<std::string>> recs;
-  GeneratedRecord r;
-  while (true) {
-    DS_ASSIGN_OR_RETURN(bool more, gen->Next(&r));
-    if (!more) break;
+  DS_RETURN_IF_ERROR(ForEachRecord(g, go, [&recs](const GeneratedRecord& r) {
     if (r.valid) recs.push_back(r.fields);
-  }
+  }));
   return recs;
+}
+
+namespace {
+
+// One round of MeasureModel on this rank: attempts [lo, hi) of the stream.
+// `first` gets the first tokens of each valid record (columns per record),
+// `encoded` whether it encodes (FirstTokens); returns the invalid attempts.
+Result<int64_t> SampleRange(const GenerationModel& g, const FieldTokenizer& tok,
+                            const CalibrateOptions& o, uint64_t seed, uint64_t lo, uint64_t hi,
+                            std::vector<int32_t>* first, std::vector<char>* encoded) {
+  first->clear();
+  encoded->clear();
+  if (hi <= lo) return int64_t(0);
+  GenerateOptions go;
+  go.seed = seed;
+  go.temperature = o.temperature;
+  go.first_attempt = lo;
+  go.end_attempt = hi;
+  go.num_lines = int64_t(hi - lo);  // count mode: every attempt of the range
+  go.max_invalid = go.num_lines;
+  int64_t invalid = 0;
+  std::vector<int32_t> ids, one;
+  DS_RETURN_IF_ERROR(ForEachRecord(g, go, [&](const GeneratedRecord& r) {
+    if (!r.valid) {
+      ++invalid;
+      return;
+    }
+    encoded->push_back(FirstTokens(tok, r.fields, &ids, &one) ? 1 : 0);
+    first->insert(first->end(), one.begin(), one.end());
+  }));
+  return invalid;
+}
+
+}  // namespace
+
+Status MeasureModel(const FieldTokenizer& tok, const std::vector<std::string>& header,
+                    char delimiter, const NetworkSpec& spec, const float* params,
+                    const CalibrateOptions& o, uint64_t seed,
+                    std::shared_ptr<const PairTables> pairs, std::vector<ColumnMarginal>* got,
+                    MeasureStats* stats) {
+  const GenerationModel g = CalibrationModel(tok, header, delimiter, spec, params, pairs);
+  const bool spread = dist::Active() && dist::Size() > 1;
+  const int ranks = spread ? dist::Size() : 1, rank = spread ? dist::Rank() : 0;
+  const size_t columns = tok.columns().size();
+  for (ColumnMarginal& m : *got) std::fill(m.p.begin(), m.p.end(), 0.0);
+  std::vector<int64_t> counts;  // every cell of `got`, flattened, then the skipped
+  for (const ColumnMarginal& m : *got) counts.resize(counts.size() + m.p.size(), 0);
+  counts.push_back(0);
+  int64_t valid = 0, invalid = 0;
+  uint64_t next = 0;
+  std::vector<int32_t> first, rec(columns);
+  std::vector<char> encoded;
+  while (valid < o.samples) {
+    if (invalid > MaxInvalid(o))
+      return DS_ERR(kResourceExhausted, "calibrate: more than {} invalid records before {} valid ones",
+                    MaxInvalid(o), o.samples);
+    // The round's size depends only on the counts so far, never on the ranks.
+    const double share = std::max(0.01, double(valid + 1) / double(valid + invalid + 1));
+    uint64_t n = uint64_t(std::ceil(double(o.samples - valid) / share));
+    if (next > 0) n = uint64_t(std::ceil(double(n) * 1.1)) + 16;
+    const uint64_t lo = next + n * uint64_t(rank) / uint64_t(ranks);
+    const uint64_t hi = next + n * uint64_t(rank + 1) / uint64_t(ranks);
+    DS_ASSIGN_OR_RETURN(int64_t bad, SampleRange(g, tok, o, seed, lo, hi, &first, &encoded));
+    std::vector<int64_t> per(size_t(2 * ranks), 0);  // valid, invalid of each rank's range
+    per[size_t(2 * rank)] = int64_t(encoded.size());
+    per[size_t(2 * rank + 1)] = bad;
+    if (spread) DS_RETURN_IF_ERROR(dist::AllreduceSum(per.data(), per.size()));
+    int64_t before = valid;  // valid records in id order before this rank's range
+    for (int q = 0; q < rank; ++q) before += per[size_t(2 * q)];
+    const int64_t take = std::clamp<int64_t>(o.samples - before, 0, per[size_t(2 * rank)]);
+    for (int64_t k = 0; k < take; ++k) {
+      if (!encoded[size_t(k)]) {
+        ++counts.back();
+        continue;
+      }
+      std::copy_n(first.begin() + k * int64_t(columns), columns, rec.begin());
+      size_t at = 0;
+      for (const ColumnMarginal& m : *got) {
+        const int64_t cell = CellOf(m, rec);
+        if (cell >= 0) ++counts[at + size_t(cell)];
+        at += m.p.size();
+      }
+    }
+    for (int q = 0; q < ranks; ++q) {
+      valid += per[size_t(2 * q)];
+      invalid += per[size_t(2 * q + 1)];
+    }
+    next += n;
+    stats->attempts_here += int64_t(hi - lo);
+  }
+  if (spread) DS_RETURN_IF_ERROR(dist::AllreduceSum(counts.data(), counts.size()));
+  size_t at = 0;
+  for (ColumnMarginal& m : *got)
+    for (double& v : m.p) v = double(counts[at++]);
+  stats->attempts = int64_t(next);
+  stats->skipped = counts.back();
+  stats->ranks = ranks;
+  return Status::Ok();
 }
 
 PairTable ColumnMarginal::Shape() const {
@@ -512,6 +635,38 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
   return Status::Ok();
 }
 
+namespace {
+
+template <typename T>
+Status BroadcastVector(std::vector<T>* v) {
+  int64_t n = int64_t(v->size());
+  DS_RETURN_IF_ERROR(dist::BroadcastValue(&n));
+  if (n < 0 || n > (int64_t(1) << 31)) return DS_ERR(kCorrupt, "calibrate: {} cells from rank 0", n);
+  v->resize(size_t(n));
+  return n == 0 ? Status::Ok() : dist::Broadcast(v->data(), size_t(n) * sizeof(T));
+}
+
+}  // namespace
+
+Status ShareTargets(std::vector<ColumnMarginal>* targets) {
+  if (!dist::Active() || dist::Size() < 2) return Status::Ok();
+  int64_t n = int64_t(targets->size());
+  DS_RETURN_IF_ERROR(dist::BroadcastValue(&n));
+  if (n < 0 || n > (int64_t(1) << 24)) return DS_ERR(kCorrupt, "calibrate: {} targets from rank 0", n);
+  targets->resize(size_t(n));
+  for (ColumnMarginal& m : *targets) {
+    int32_t g[8] = {m.column, m.lo, m.hi, m.parent, m.plo, m.phi, m.rows, m.cols};
+    DS_RETURN_IF_ERROR(dist::Broadcast(g, sizeof g));
+    m.column = g[0], m.lo = g[1], m.hi = g[2], m.parent = g[3];
+    m.plo = g[4], m.phi = g[5], m.rows = g[6], m.cols = g[7];
+    DS_RETURN_IF_ERROR(BroadcastVector(&m.row_of));
+    DS_RETURN_IF_ERROR(BroadcastVector(&m.col_of));
+    DS_RETURN_IF_ERROR(BroadcastVector(&m.within));
+    DS_RETURN_IF_ERROR(BroadcastVector(&m.p));
+  }
+  return Status::Ok();
+}
+
 std::string MeasureReport::Describe(double sigma_m) const {
   if (!shares.pairs())
     return fmt::format("the 1-way histograms at noise multiplier {:.4g}", shares.OneWayNoise(sigma_m));
@@ -523,11 +678,17 @@ std::string MeasureReport::Describe(double sigma_m) const {
 }
 
 std::string CalibrateReport::Describe() const {
+  std::vector<std::string> each;
+  for (double d : tvd) each.push_back(fmt::format("{:.4f}", d));
+  const std::string spread =
+      ranks > 1 ? fmt::format(", sampled over {} ranks ({} attempts on this one)", ranks, attempts_here)
+                : "";
   return fmt::format(
       "calibrate: mean total variation distance of the {} marginals ({} of them 2-way) to the "
-      "targets {:.4f} -> {:.4f} (iteration {} kept){}{}",
-      cells, pairs, tvd_before, tvd_after, kept_iteration, links.empty() ? "" : "; pairs: ",
-      fmt::join(links, ", "));
+      "targets {:.4f} -> {:.4f} (iteration {} kept; measured {} with {} records{}; {:.1f}s, cpu {:.1f}s){}{}",
+      cells, pairs, tvd_before, tvd_after, kept_iteration, fmt::join(each, ", "),
+      fmt::join(samples, ", "), spread, seconds, cpu_seconds,
+      links.empty() ? "" : "; pairs: ", fmt::join(links, ", "));
 }
 
 int64_t CalibrationSamples(int64_t tokens, int64_t records) {
@@ -563,57 +724,89 @@ void CalibrationSteps(const std::vector<ColumnMarginal>& targets,
 
 }  // namespace
 
-Status Calibrate(const FieldTokenizer& tok, const std::vector<std::string>& header, char delimiter,
-                 const NetworkSpec& spec, float* params, const std::vector<ColumnMarginal>& targets,
-                 const CalibrateOptions& o, CalibrateReport* report, PairTables* pairs) {
-  const ParamLayout layout = ParamLayout::For(spec);
-  float* bias = params + layout.offset("dense.b");
-  const double e = 0.5 / double(std::max<int64_t>(1, o.samples));
-  // The tables, one per 2-way cell (table_of[k]: its index, -1 for 1-way).
-  auto tables = std::make_shared<PairTables>();
-  std::vector<int> table_of(targets.size(), -1);
-  std::vector<int> per_child(tok.columns().size(), 0);  // tables sharing a child: damped steps
+namespace {
+
+// The tables to fit, one per 2-way cell (table_of[k]: its index, -1 for
+// 1-way), the tables sharing each child (per_child: their steps are damped)
+// and the report's links.
+struct Fit {
+  std::shared_ptr<PairTables> tables = std::make_shared<PairTables>();
+  std::vector<int> table_of, per_child;
+};
+Fit TablesFor(const FieldTokenizer& tok, const std::vector<std::string>& header,
+              const std::vector<ColumnMarginal>& targets, CalibrateReport* report) {
+  Fit f;
+  f.table_of.assign(targets.size(), -1);
+  f.per_child.assign(tok.columns().size(), 0);
   for (size_t k = 0; k < targets.size(); ++k) {
     if (targets[k].parent < 0) continue;
-    table_of[k] = int(tables->tables.size());
-    tables->tables.push_back(targets[k].Shape());
+    f.table_of[k] = int(f.tables->tables.size());
+    f.tables->tables.push_back(targets[k].Shape());
     if (size_t(targets[k].column) < header.size() && size_t(targets[k].parent) < header.size())
       report->links.push_back(header[size_t(targets[k].column)] + "<-" +
                               header[size_t(targets[k].parent)]);
-    ++per_child[size_t(targets[k].column)];
+    if (size_t(targets[k].column) < f.per_child.size()) ++f.per_child[size_t(targets[k].column)];
   }
-  if (!tables->tables.empty() && !pairs)
+  return f;
+}
+
+}  // namespace
+
+int64_t MeasureSize(const CalibrateOptions& o, int it) {
+  if (!o.ramp || it >= o.iterations - 1) return o.samples;
+  const int64_t s = it == o.iterations - 2 ? o.samples / 2 : o.samples / 4;
+  return std::max(s, std::min<int64_t>(o.samples, 250));
+}
+
+Status Calibrate(const FieldTokenizer& tok, const std::vector<std::string>& header, char delimiter,
+                 const NetworkSpec& spec, float* params, const std::vector<ColumnMarginal>& targets,
+                 const CalibrateOptions& o, CalibrateReport* report, PairTables* pairs) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = dist::CpuNow();
+  const ParamLayout layout = ParamLayout::For(spec);
+  float* bias = params + layout.offset("dense.b");
+  Fit fit = TablesFor(tok, header, targets, report);
+  PairTables& tables = *fit.tables;
+  if (!tables.tables.empty() && !pairs)
     return DS_ERR(kInternal, "calibrate: 2-way targets without a place for the tables");
-  DS_RETURN_IF_ERROR(tables->Check(tok, "calibrate"));
+  DS_RETURN_IF_ERROR(tables.Check(tok, "calibrate"));
   report->cells = int(targets.size());
-  report->pairs = int(tables->tables.size());
+  report->pairs = int(tables.tables.size());
   std::shared_ptr<const PairTables> applied;
-  if (!tables->tables.empty()) applied = tables;
+  if (!tables.tables.empty()) applied = fit.tables;
   // The measured best state is kept: a step can overshoot, and on a column of many
   // cells (vega_zipcodes) the last iteration measured worse than the first.
   const size_t nb = size_t(spec.vocab_size);
   std::vector<float> best_bias(bias, bias + nb);
-  PairTables best_tables = *tables;
+  PairTables best_tables = tables;
   double best = std::numeric_limits<double>::infinity();
   for (int it = 0; it <= o.iterations; ++it) {
-    DS_ASSIGN_OR_RETURN(auto recs, GenerateForCalibration(tok, header, delimiter, spec, params, o,
-                                                          o.seed + uint64_t(it) * 7919u, applied));
+    CalibrateOptions oi = o;
+    oi.samples = MeasureSize(o, it);
     std::vector<ColumnMarginal> got = targets;
-    for (ColumnMarginal& m : got) std::fill(m.p.begin(), m.p.end(), 0.0);
-    CountMarginals(tok, recs, &got);
+    MeasureStats ms;
+    DS_RETURN_IF_ERROR(MeasureModel(tok, header, delimiter, spec, params, oi,
+                                    o.seed + uint64_t(it) * 7919u, applied, &got, &ms));
+    report->attempts_here += ms.attempts_here;
+    report->ranks = ms.ranks;
+    report->samples.push_back(oi.samples);
     Normalize(&got);
     const double tvd = MeanTvd(got, targets);
+    report->tvd.push_back(tvd);
     if (it == 0) report->tvd_before = tvd;
     if (tvd < best) {
       best = tvd;
       report->kept_iteration = it;
       best_bias.assign(bias, bias + nb);
-      best_tables = *tables;
+      best_tables = tables;
     }
     if (it == o.iterations) break;
-    CalibrationSteps(targets, got, table_of, per_child, o, e, bias, tables.get());
+    const double e = 0.5 / double(std::max<int64_t>(1, oi.samples));
+    CalibrationSteps(targets, got, fit.table_of, fit.per_child, o, e, bias, &tables);
   }
   report->tvd_after = best;
+  report->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  report->cpu_seconds = dist::CpuNow() - cpu0;
   std::copy(best_bias.begin(), best_bias.end(), bias);
   if (pairs) *pairs = std::move(best_tables);
   return Status::Ok();

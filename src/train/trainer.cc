@@ -1195,6 +1195,7 @@ class TrainRun {
     const double sigma_m = dp_.plan.marginal_noise_multiplier;
     if (cfg_.dp && !(sigma_m > 0))
       return DS_ERR(kInternal, "calibrate under dp without a marginal release in the plan");
+    dist::Timed calibrate_time(dist::Phase::kCalibrate);  // mpirun: the sampling spread over the ranks
     std::vector<ColumnMarginal> targets;
     MeasureOptions mo;
     mo.pairs = cfg_.calibrate_pairs;
@@ -1202,6 +1203,7 @@ class TrainRun {
     mo.sigma_m = cfg_.dp ? sigma_m : 0.0;
     MeasureReport mr;
     DS_RETURN_IF_ERROR(MeasureTargets(*ft, input.records, mo, dp_.noise.get(), &targets, &mr));
+    DS_RETURN_IF_ERROR(ShareTargets(&targets));  // mpirun: rank 0's (its dp noise)
     if (cfg_.dp) {
       marginal_split_ = mr.Describe(sigma_m);
       obs_.OnInfo("calibrate: the marginals' release spent as " + marginal_split_);
