@@ -72,7 +72,7 @@ std::vector<double> Softmax(const std::vector<float>& l, double t) {
 
 TEST(Sampler, LowTemperaturePicksArgmax) {
   std::vector<float> l = {0.1f, 2.5f, 2.4f, -1.0f, 2.49f};
-  std::vector<float> scratch(l.size());
+  std::vector<float> scratch(size_t(SampleScratchSize(int(l.size()))));
   Philox rng(1, 2);
   for (double t : {1e-6, 1e-4, 0.0}) {
     for (int k = 0; k < 100; ++k)
@@ -87,7 +87,7 @@ TEST(Sampler, LowTemperaturePicksArgmax) {
 
 TEST(Sampler, FrequenciesMatchSoftmax) {
   std::vector<float> l = {1.0f, 0.0f, -0.5f, 2.0f, 0.3f, -INFINITY};
-  std::vector<float> scratch(l.size());
+  std::vector<float> scratch(size_t(SampleScratchSize(int(l.size()))));
   for (double t : {1.0, 2.0, 0.5}) {
     Philox rng(7, uint64_t(t * 10));
     const int n = 200000;
@@ -111,7 +111,7 @@ TEST(Sampler, FrequenciesMatchSoftmaxAcrossBlocks) {
   for (size_t i = 0; i < l.size(); ++i) l[i] = i % 3 == 1 ? -INFINITY : float(i % 7) * 0.4f - 1.0f;
   for (size_t i = 16; i < 32; ++i) l[i] = i == 20 ? -9.0f : -INFINITY;  // block 1: one tiny id
   l[40] = l[41] = 3.0f;                                                   // a tie, most of the mass
-  std::vector<float> scratch(l.size());
+  std::vector<float> scratch(size_t(SampleScratchSize(int(l.size()))));
   for (double t : {1.0, 0.7}) {
     Philox rng(11, uint64_t(t * 10));
     const int n = 300000;
@@ -137,7 +137,7 @@ TEST(Sampler, FrequenciesMatchSoftmaxAcrossBlocks) {
 }
 
 TEST(Sampler, EverythingMaskedGivesMinusOne) {
-  std::vector<float> l(4, -INFINITY), scratch(4);
+  std::vector<float> l(4, -INFINITY), scratch(size_t(SampleScratchSize(4)));
   Philox rng(1, 1);
   EXPECT_EQ(SampleToken(l.data(), 4, 1.0, rng, scratch.data()), -1);
 }

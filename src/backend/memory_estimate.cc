@@ -136,8 +136,8 @@ uint64_t EstimateCpuInferBytes(const NetworkSpec& spec, int64_t slots) {
   double per_slot = (gru ? 2 : 1) * GH + 2 * H + 2 * V;
   // Per layer: state h (and the lstm's c), the gathered [x, h] row.
   for (int l = 0; l < spec.num_layers; ++l) per_slot += (gru ? 1 : 2) * H + (l == 0 ? E : H) + H;
-  // The ranged dense's grouping of rows: a flag and two row pointers a slot.
-  per_slot += (1.0 + 2 * sizeof(void*)) / 4;
+  // The ranged dense's grouping of rows: an index and two row pointers a slot.
+  per_slot += double(sizeof(int) + 2 * sizeof(void*)) / 4;
   // The fast path's tables (cpu_backend.h InferOptions), each only up to 64 MiB:
   // layer 0's [V, G H] projection and Wd in panels of 16 ids ([ceil(V / 16)
   // 16, H]). (Precision bf16 adds bf16 copies of the weights, half the

@@ -45,7 +45,7 @@ BatchSampler::BatchSampler(const Tokenizer& tok, InferBackend& backend,
   lo_.resize(n);
   hi_.resize(n);
   logits_.resize(size_t(n) * V_);
-  scratch_.resize(V_);
+  scratch_.resize(size_t(SampleScratchSize(V_)));
 }
 
 void BatchSampler::Start(int s, const GenTask& task) {

@@ -134,7 +134,7 @@ class BatchSampler {
   std::vector<int32_t> tokens_;  // [slots] inputs of this step's batch
   std::vector<int32_t> lo_, hi_;  // [slots] logit ids each row samples from (StepRange)
   std::vector<float> logits_;    // [slots, V]
-  std::vector<float> scratch_;   // [V]
+  std::vector<float> scratch_;   // [SampleScratchSize(V)]
   int64_t tokens_sampled_ = 0, steps_ = 0, rows_stepped_ = 0, idle_rows_ = 0;
 };
 

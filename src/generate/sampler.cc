@@ -7,7 +7,7 @@
 namespace ds {
 namespace {
 
-constexpr int kBlock = 16;  // ids per partial sum (one AVX-512 vector)
+constexpr int kBlock = kSampleBlock;
 
 // The largest logit (-inf when all are masked; NaN never wins), by a vector
 // reduction.
@@ -18,21 +18,22 @@ float MaxLogit(const float* logits, int V) {
   return mx;
 }
 
-// e_i = exp((l_i - mx) / T) into scratch (0 for a masked -inf logit), and
-// the sum of each block of kBlock ids into sums (the last block partial).
-void Weights(const float* logits, int V, float mx, float inv_t, float* scratch, double* sums) {
+// e_i = exp((l_i - mx) / T) into scratch (0 for a masked -inf logit).
+void Weights(const float* logits, int V, float mx, float inv_t, float* scratch) {
 #pragma omp simd
   for (int i = 0; i < V; ++i) {
     const float e = cpu::FastExp((logits[i] - mx) * inv_t);
     scratch[i] = logits[i] == -INFINITY ? 0.0f : e;
   }
-  for (int b = 0; b * kBlock < V; ++b) {
-    const int n = V - b * kBlock < kBlock ? V - b * kBlock : kBlock;
-    float s = 0;
+}
+
+// The fp32 sum of block b of the weights (kBlock ids; the last block partial).
+float BlockSum(const float* scratch, int V, int b) {
+  const int n = V - b * kBlock < kBlock ? V - b * kBlock : kBlock;
+  float s = 0;
 #pragma omp simd reduction(+ : s)
-    for (int i = 0; i < n; ++i) s += scratch[b * kBlock + i];
-    sums[b] = s;
-  }
+  for (int i = 0; i < n; ++i) s += scratch[b * kBlock + i];
+  return s;
 }
 
 }  // namespace
@@ -52,16 +53,14 @@ int SampleToken(const float* logits, int V, double temperature, Philox& rng, flo
   if (temperature <= kGreedyTemperature) return argmax();
   const float inv_t = float(1.0 / temperature);
   const int nb = (V + kBlock - 1) / kBlock;
-  double stack[64];
-  double* sums = nb <= 64 ? stack : new double[size_t(nb)];
-  Weights(logits, V, mx, inv_t, scratch, sums);
+  Weights(logits, V, mx, inv_t, scratch);
+  float* sums = scratch + V;  // [nb]
   double total = 0;
-  for (int b = 0; b < nb; ++b) total += sums[b];
+  for (int b = 0; b < nb; ++b) total += (sums[b] = BlockSum(scratch, V, b));
   const double target = rng.UniformDouble() * total;
   double acc = 0;
   int b = 0;
   while (b + 1 < nb && !(target < acc + sums[b])) acc += sums[b++];
-  if (sums != stack) delete[] sums;
   int last = -1;
   for (int i = b * kBlock; i < V && i < (b + 1) * kBlock; ++i) {
     if (scratch[i] <= 0) continue;
@@ -72,7 +71,7 @@ int SampleToken(const float* logits, int V, double temperature, Philox& rng, flo
   if (last >= 0) return last;
   for (int i = V - 1; i >= 0; --i)  // rounding left an empty block: the last id of weight > 0
     if (scratch[i] > 0) return i;
-  return argmax();
+  return argmax();  // no weight > 0: a logit of +inf (inf - inf is NaN)
 }
 
 }  // namespace ds

@@ -21,9 +21,12 @@ namespace ds {
 
 inline constexpr double kGreedyTemperature = 1e-4;
 
-// Samples one id from logits [V]. `scratch` [V] receives the unnormalised
-// probabilities (may alias nothing else).
+// Samples one id from logits [V]. `scratch` [SampleScratchSize(V)] receives
+// the unnormalised probabilities [V], then the sums of their blocks of 16
+// (may alias nothing else).
 int SampleToken(const float* logits, int V, double temperature, Philox& rng, float* scratch);
+inline constexpr int kSampleBlock = 16;  // ids per partial sum (one AVX-512 vector)
+inline constexpr int SampleScratchSize(int V) { return V + (V + kSampleBlock - 1) / kSampleBlock; }
 
 // Hook for constrained decoding: restricts, per slot, which tokens may be
 // sampled next. The generator calls, for each record in a slot:

@@ -55,9 +55,7 @@ class InferImpl final : public CpuInferBackend {
       ToBf16(params + layout_.offset("dense.w"), size_t(H) * V, wd16_.data());
     }
     if (opt.fast) BuildTables();
-    group_of_.assign(size_t(slots), -1);
-    group_row_.assign(size_t(slots), 0);
-    Teams(std::max(1, omp_get_max_threads()));
+    order_.assign(size_t(slots), 0);
     gx_.assign(size_t(slots), nullptr);
     gout_.assign(size_t(slots), nullptr);
     z_.Resize(size_t(slots) * GH);
@@ -92,13 +90,6 @@ class InferImpl final : public CpuInferBackend {
 
  private:
   void BuildTables();
-  // Per team scratch of Dense for `teams` teams.
-  void Teams(int teams) {
-    while (int(head_.size()) < teams) {
-      head_.emplace_back(size_t(spec_.vocab_size), -1);
-      group_off_.emplace_back(size_t(slots_) + 1, 0);
-    }
-  }
   void Validate(const int* slot_ids, const int32_t* tokens, int n, const int32_t* lo,
                 const int32_t* hi);
   void Rows(const int* slot_ids, const int32_t* tokens, int i0, int i1, const int32_t* lo,
@@ -142,11 +133,9 @@ class InferImpl final : public CpuInferBackend {
   Buffer<float> xlast_;  // [slots, H] top layer output, dense input
   Buffer<float> zeros_;  // [GH] zero bias (the table holds layer 0's)
   std::vector<char> seen_;  // [slots] duplicate check of slot_ids
-  // Dense's grouping of rows by range: [slots] (row i's entries: its team's),
-  // head_ [threads][V] (all -1 between calls)
-  std::vector<int> group_of_, group_row_;
-  std::vector<std::vector<int>> head_;       // [teams][V]
-  std::vector<std::vector<int>> group_off_;  // [teams][slots + 1]
+  // Dense's ranged rows by range, their inputs and outputs: [slots] (entries
+  // [i0, i1) belong to the call on rows i0..i1; teams run disjoint blocks)
+  std::vector<int> order_;
   std::vector<const float*> gx_;
   std::vector<float*> gout_;
 };
@@ -203,7 +192,6 @@ void InferImpl::StepRange(const int* slot_ids, const int32_t* tokens, int n, con
   // At least 8 rows per thread: below that the serial GEMMs lose more than the
   // second core gains.
   const int teams = std::max(1, std::min(nt, n / 8));
-  Teams(teams);
   if (teams == 1) {
     Rows(slot_ids, tokens, 0, n, lo, hi, logits);
     return;
@@ -331,46 +319,28 @@ void InferImpl::Dense(int i0, int i1, const int32_t* lo, const int32_t* hi, floa
     Gemm(m, V, H, x, H, wd, wd16_.data(), V, 1.0f, out, V);
   }
   if (!lo || wp_.empty()) return;
-  // Groups of rows by range, in the order of their first row: head_[lo] is
-  // the group of the last range seen starting at lo (ranges starting at the
-  // same id but ending elsewhere, rare, are looked up among the groups).
-  // The scratch entries [i0, i1) belong to this call (teams run disjoint
-  // row blocks); head_ is per team.
-  std::vector<int>& head = head_[size_t(omp_get_thread_num())];
-  std::vector<int>& off = group_off_[size_t(omp_get_thread_num())];
-  int* grp = group_of_.data();
-  int ng = 0;
+  // The ranged rows sorted by (lo, hi), stably: a step's rows share the ranges
+  // of a few column parts, each range's rows one RangedDense call. Insertion:
+  // a step's rows mostly arrive grouped already (linear then).
+  int* order = order_.data() + i0;
+  int n = 0;
+  auto before = [&](int a, int b) { return lo[a] != lo[b] ? lo[a] < lo[b] : hi[a] < hi[b]; };
   for (int i = i0; i < i1; ++i) {
-    grp[i] = -1;
     if (!ranged(i) || hi[i] <= lo[i]) continue;
-    int g = head[size_t(lo[i])];
-    if (g < 0 || hi[group_row_[size_t(i0 + g)]] != hi[i]) {
-      g = -1;
-      for (int q = 0; q < ng && g < 0; ++q)
-        if (lo[group_row_[size_t(i0 + q)]] == lo[i] && hi[group_row_[size_t(i0 + q)]] == hi[i]) g = q;
-      if (g < 0) group_row_[size_t(i0 + (g = ng++))] = i;
-      head[size_t(lo[i])] = g;
-    }
-    grp[i] = g;
+    int k = n++;
+    for (; k > 0 && before(i, order[k - 1]); --k) order[k] = order[k - 1];
+    order[k] = i;
   }
-  // The rows of group g at [off[g], off[g + 1]) of gx / gout, in row order.
-  std::fill(off.begin(), off.begin() + ng + 1, 0);
-  for (int i = i0; i < i1; ++i)
-    if (grp[i] >= 0) ++off[size_t(grp[i]) + 1];
-  for (int g = 0; g < ng; ++g) off[size_t(g) + 1] += off[size_t(g)];
   const float** gx = gx_.data() + i0;
   float** gout = gout_.data() + i0;
-  for (int i = i0; i < i1; ++i) {
-    if (grp[i] < 0) continue;
-    const int at = off[size_t(grp[i])]++;
-    gx[at] = xlast_.data() + size_t(i) * H;
-    gout[at] = logits + size_t(i) * V;
+  for (int k = 0; k < n; ++k) {
+    gx[k] = xlast_.data() + size_t(order[k]) * H;
+    gout[k] = logits + size_t(order[k]) * V;
   }
-  for (int g = 0, begin = 0; g < ng; begin = off[size_t(g)], ++g) {
-    const int first = group_row_[size_t(i0 + g)];
-    RangedDense(off[size_t(g)] - begin, gx + begin, H, wp_.data(), bd, lo[first], hi[first],
-                gout + begin);
-    head[size_t(lo[first])] = -1;
+  for (int a = 0, b = 0; a < n; a = b) {
+    const int r = order[a];
+    while (b < n && lo[order[b]] == lo[r] && hi[order[b]] == hi[r]) ++b;
+    RangedDense(b - a, gx + a, H, wp_.data(), bd, lo[r], hi[r], gout + a);
   }
 }
 
