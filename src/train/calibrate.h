@@ -161,9 +161,11 @@ struct MeasureShares {
 // The shares by the records n, the multiplier and the calibrated columns C
 // (public: n sets the sampling rate and delta already), through the signal
 // of all P = C (C - 1) / 2 pair histograms, r = n / (sigma_m sqrt(P)): below
-// 25 the pairs cannot be told from the noise and the whole release goes to
-// the 1-way histograms; below 60, 0.2 / 0.4 (the parents need the most);
-// else 0.2 / 0.2 (measured on penguins, mpg and telco_churn: docs/privacy.md).
+// 12 no pairs, the whole release to the 1-way histograms (mpg at epsilon 1);
+// below 40, 0.45 / 0.1 (mpg at epsilon 4: the groups and shapes need the
+// most); else 0.2 / 0.2; the selection by the exponential mechanism, 2.5 (C - 1)
+// rounds (at most the pairs `per_child` parents per column allow; measured on
+// penguins, mpg and telco_churn: docs/privacy.md).
 MeasureShares SharesFor(int64_t n, double sigma_m, int columns, int per_child = 3);
 
 struct MeasureOptions {
