@@ -22,6 +22,7 @@
 #include "privacy/rdp_accountant.h"
 #include "schema/public_schema.h"
 #include "tokenize/field_tokenizer.h"
+#include "privacy/exponential_mechanism.h"
 #include "train/calibrate.h"
 
 namespace ds {
@@ -474,7 +475,10 @@ TEST(PairAccounting, TwoMeasurementsMatchDpAccounting) {
       RdpAccountant spent;  // what the calibration releases
       spent.AddSteps(v.q, v.sigma, v.steps);
       spent.AddGaussian(sh.OneWayNoise(v.marginal_sigma));
-      if (sh.pairs()) {
+      if (sh.exponential()) {  // each round: (eps^2 / 8)-zCDP = a Gaussian of multiplier 2 / eps
+        for (int k = 0; k < sh.rounds; ++k) spent.AddGaussian(2.0 / sh.RoundEpsilon(v.marginal_sigma));
+        spent.AddGaussian(sh.TargetNoise(v.marginal_sigma));
+      } else if (sh.pairs()) {
         spent.AddGaussian(sh.SelectionNoise(v.marginal_sigma));
         spent.AddGaussian(sh.TargetNoise(v.marginal_sigma));
       }
@@ -484,10 +488,12 @@ TEST(PairAccounting, TwoMeasurementsMatchDpAccounting) {
   }
   EXPECT_EQ(rows.size(), 5u);
   // The rule's three regimes (r = n / (sigma_m sqrt(28)) for 8 columns).
-  EXPECT_FALSE(SharesFor(275, 3.0, 8).pairs());  // r = 17: 1-way only
-  EXPECT_EQ(SharesFor(275, 1.2, 8).selection, 0.4);  // r = 43
-  EXPECT_EQ(SharesFor(275, 0.7, 8).selection, 0.2);  // r = 74
-  EXPECT_EQ(SharesFor(275, 3.0, 8).OneWayNoise(3.0), 3.0);
+  EXPECT_FALSE(SharesFor(275, 5.0, 8).pairs());  // r = 10: 1-way only
+  EXPECT_EQ(SharesFor(275, 5.0, 8).OneWayNoise(5.0), 5.0);
+  EXPECT_EQ(SharesFor(275, 3.0, 8).one_way, 0.45);  // r = 17
+  EXPECT_EQ(SharesFor(275, 1.2, 8).one_way, 0.2);  // r = 43
+  EXPECT_EQ(SharesFor(275, 1.2, 8).rounds, 18);  // 2.5 x 7, within the 18 pairs 3 parents allow
+  EXPECT_EQ(SharesFor(275, 1.2, 8, 1).rounds, 7);  // one parent each: a tree at most
 }
 
 // The dp default split at epsilon 1 (most of it to the marginals) still
@@ -516,6 +522,39 @@ TEST(PairAccounting, DefaultSplitMeetsTheTarget) {
   a.AddGaussian(sh.TargetNoise(p->marginal_noise_multiplier));
   EXPECT_LE(a.GetEpsilon(p->delta).epsilon, 1.0 + 1e-9);
   EXPECT_GT(a.GetEpsilon(p->delta).epsilon, 0.999);
+}
+
+
+// The exponential mechanism: the draw follows exp(eps score / 2), and the
+// first C - 1 rounds of SelectPairs make a spanning tree.
+TEST(PairAccounting, ExponentialPickFollowsItsWeights) {
+  SecureGaussian noise = SecureGaussian::Deterministic(7);
+  const std::vector<double> score = {0.0, 2.0, 4.0};  // eps 1: weights e^0, e^1, e^2
+  std::vector<int> hits(3, 0);
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) ++hits[ExponentialPick(score, 1.0, 1.0, &noise)];
+  const double z = 1 + std::exp(1.0) + std::exp(2.0);
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(hits[size_t(k)] / double(n), std::exp(double(k)) / z, 0.015) << k;
+  for (int i = 0; i < 1000; ++i) {
+    const double u = noise.Uniform();
+    ASSERT_TRUE(u >= 0 && u < 1);
+  }
+}
+
+TEST(PairAccounting, SelectPairsBuildsATreeFirst) {
+  SecureGaussian noise = SecureGaussian::Deterministic(3);
+  // 4 columns, pairs (0,1) (0,2) (1,2) (0,3) (1,3) (2,3): (0,1) and (0,2) and
+  // (1,2) score high, but after two of them the third closes a cycle.
+  const std::vector<double> score = {100, 100, 100, 0, 0, 0};
+  const auto p = SelectPairs(score, 4, 3, 3, 10.0, &noise);
+  int edges = 0;
+  for (const auto& ps : p) edges += int(ps.size());
+  EXPECT_EQ(edges, 3);
+  EXPECT_EQ(p[3].size(), 1u);  // column 3 joined by the third round despite its low scores
+  EXPECT_NEAR(RoundEpsilon(2.0, 0.5, 4), std::sqrt(0.5) / 2.0, 1e-12);
+  // Four more rounds: every pair the per-child limit allows.
+  const auto all = SelectPairs(score, 4, 7, 3, 10.0, &noise);
+  EXPECT_EQ(all[1].size() + all[2].size() + all[3].size(), 6u);
 }
 
 }  // namespace

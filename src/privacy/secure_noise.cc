@@ -346,6 +346,17 @@ void SecureGaussian::Add(float* inout, size_t n, double stddev) {
   });
 }
 
+double SecureGaussian::Uniform() {
+  DS_CHECK(counter_ <= ~uint64_t(0) - 8);
+  alignas(64) uint32_t x[16][8];
+  ChaCha20Block8(key_, counter_, nonce_, x);
+  counter_ += 8;
+  const uint64_t v = uint64_t(x[0][0]) | uint64_t(x[1][0]) << 32;
+  const double u = double(v >> 11) * 0x1.0p-53;
+  std::fill(&x[0][0], &x[0][0] + 16 * 8, 0u);
+  return u;
+}
+
 void SecureGaussian::FillDouble(double* out, size_t n, double stddev) {
   Generate(n, [&](const double* z, size_t off, size_t cnt) {
     double* o = out + off;

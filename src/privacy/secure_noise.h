@@ -82,6 +82,10 @@ class SecureGaussian {
   void Add(float* inout, size_t n, double stddev);
   // Double-precision samples (tests, small uses).  out: [n]
   void FillDouble(double* out, size_t n, double stddev);
+  // One uniform in [0, 1) from the same stream: the top 53 bits of word pair 0
+  // of the next 8 blocks (the rest of them discarded) / 2^53. For the
+  // exponential mechanism (privacy/exponential_mechanism.h).
+  double Uniform();
 
   // Calls with at least this many samples split the groups over OpenMP threads.
   static constexpr size_t kParallelMin = size_t(1) << 16;

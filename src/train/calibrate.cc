@@ -8,12 +8,14 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <numbers>
 
 #include "backend/registry.h"
 #include "dist/comm.h"
 #include "dist/profile.h"
 #include "generate/field_filter.h"
 #include "generate/generator.h"
+#include "privacy/exponential_mechanism.h"
 #include "schema/column_rules.h"
 
 namespace ds {
@@ -514,13 +516,22 @@ void Normalize(std::vector<ColumnMarginal>* cells) {
   }
 }
 
-MeasureShares SharesFor(int64_t n, double sigma_m, int columns) {
+double MeasureShares::RoundEpsilon(double sigma_m) const {
+  return ds::RoundEpsilon(sigma_m, selection, rounds);
+}
+
+MeasureShares SharesFor(int64_t n, double sigma_m, int columns, int per_child) {
   const double pairs = 0.5 * double(columns) * double(columns - 1);
   if (!(sigma_m > 0) || pairs < 1) return MeasureShares{0.2, 0.2};
   const double r = double(n) / (sigma_m * std::sqrt(pairs));
-  if (r < 25) return MeasureShares{1, 0};
-  if (r < 60) return MeasureShares{0.2, 0.4};
-  return MeasureShares{0.2, 0.2};
+  int most = 0;  // pairs the per-child limit allows
+  for (int i = 0; i < columns; ++i) most += std::min(i, per_child);
+  // The selection by the exponential mechanism, 2.5 (C - 1) rounds: a spanning
+  // tree, then more parents (mpg: 10 pairs 53.9-55.0 at epsilon 10, 25 pairs 61.4-63.2).
+  const int rounds = std::clamp(int(std::lround(2.5 * (columns - 1))), 1, std::max(1, most));
+  if (r < 12) return MeasureShares{1, 0};
+  if (r < 40) return MeasureShares{0.45, 0.1, rounds};
+  return MeasureShares{0.2, 0.2, rounds};
 }
 
 namespace {
@@ -530,11 +541,47 @@ namespace {
 int ChooseGroups(const std::vector<ColumnMarginal>& one, const MeasureOptions& o,
                  const MeasureShares& shares, double noisy_n) {
   if (!(o.sigma_m > 0)) return o.max_groups;
-  double k_max = 0;
-  for (size_t i = 0; i < one.size(); ++i) k_max += double(std::min<size_t>(i, size_t(o.pairs)));
+  double k_max = shares.exponential() ? double(shares.rounds) : 0;
+  for (size_t i = 0; i < one.size() && !shares.exponential(); ++i)
+    k_max += double(std::min<size_t>(i, size_t(o.pairs)));
   const double stddev = shares.TargetNoise(o.sigma_m) * std::sqrt(std::max(1.0, k_max));
   const double g = std::sqrt(std::max(0.0, noisy_n) / (o.min_cell_snr * stddev));
   return std::clamp(int(std::lround(g)), 2, std::max(2, o.max_groups));
+}
+
+// The exponential mechanism's score of every pair of `all` (AllPairs order
+// over `one`, exact counts): the L1 distance of its counts to what the noisy
+// 1-way histograms predict for independent columns, n p_a(row) p_b(col), less
+// the L1 the pair's own measurement noise (`stddev` per cell) is expected to
+// add, sqrt(2 / pi) stddev cells (MST's score). One record moves one cell of
+// each table by 1: sensitivity 1 (n and the histograms are released values).
+std::vector<double> IndependenceScores(const std::vector<ColumnMarginal>& one,
+                                       const std::vector<ColumnMarginal>& all, double n,
+                                       double stddev) {
+  auto grouped = [](const ColumnMarginal& m, const std::vector<int32_t>& map, int groups) {
+    std::vector<double> g(size_t(groups), 0.0);
+    double total = 0;
+    for (size_t i = 0; i < m.p.size(); ++i) {
+      g[size_t(map[i])] += std::max(0.0, m.p[i]);
+      total += std::max(0.0, m.p[i]);
+    }
+    for (double& v : g) v = total > 0 ? v / total : 1.0 / double(groups);
+    return g;
+  };
+  std::vector<double> score;
+  size_t k = 0;
+  for (size_t b = 1; b < one.size(); ++b)
+    for (size_t a = 0; a < b && k < all.size(); ++a, ++k) {
+      const ColumnMarginal& m = all[k];
+      const std::vector<double> pa = grouped(one[a], m.row_of, m.rows);
+      const std::vector<double> pb = grouped(one[b], m.col_of, m.cols);
+      double l1 = 0;
+      for (int r = 0; r < m.rows; ++r)
+        for (int c = 0; c < m.cols; ++c)
+          l1 += std::fabs(m.p[size_t(r * m.cols + c)] - n * pa[size_t(r)] * pb[size_t(c)]);
+      score.push_back(l1 - std::sqrt(2.0 / std::numbers::pi) * stddev * double(m.p.size()));
+    }
+  return score;
 }
 
 }  // namespace
@@ -549,7 +596,7 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
   MeasureShares& sh = rep->shares;
   sh = MeasureShares();
   if (o.pairs > 0 && one.size() >= 2)
-    sh = dp ? SharesFor(int64_t(records.size()), o.sigma_m, int(one.size()))
+    sh = dp ? SharesFor(int64_t(records.size()), o.sigma_m, int(one.size()), o.pairs)
             : MeasureShares{0.2, 0.2};  // (no noise: any split)
   // dp with pairs: the ordered columns' far noise cells dropped (KeepContiguous)
   // for the groups and the shapes inside them; `kept` (projected only) are the
@@ -587,13 +634,20 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
   CountMarginals(tok, records, &all);
   double stddev = 0;
   std::vector<ColumnMarginal> all_raw;  // before the projection
-  if (dp) {
-    AddMarginalNoise(&all, sh.SelectionNoise(o.sigma_m), noise, /*project=*/false);
-    all_raw = all;
-    for (ColumnMarginal& m : all) ProjectToTotal(&m.p);
-    stddev = sh.SelectionNoise(o.sigma_m) * std::sqrt(double(all.size()));
+  std::vector<std::vector<int>> parents;
+  if (sh.exponential()) {  // dp only (SharesFor)
+    const double target_stddev = sh.TargetNoise(o.sigma_m) * std::sqrt(double(sh.rounds));
+    parents = SelectPairs(IndependenceScores(one, all, rep->noisy_n, target_stddev),
+                          int(one.size()), sh.rounds, o.pairs, sh.RoundEpsilon(o.sigma_m), noise);
+  } else {
+    if (dp) {
+      AddMarginalNoise(&all, sh.SelectionNoise(o.sigma_m), noise, /*project=*/false);
+      all_raw = all;
+      for (ColumnMarginal& m : all) ProjectToTotal(&m.p);
+      stddev = sh.SelectionNoise(o.sigma_m) * std::sqrt(double(all.size()));
+    }
+    parents = ChooseParents(empty, all, stddev, o.pairs);
   }
-  const auto parents = ChooseParents(empty, all, stddev, o.pairs);
   std::vector<ColumnMarginal> pairs;
   std::vector<size_t> from;  // pairs[k]'s table in `all` (same groups)
   const std::vector<ColumnMarginal> chosen = WithParents(empty, parents, rep->groups, &group_of);
@@ -606,7 +660,9 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
     pairs.push_back(chosen[i]);
   }
   CountMarginals(tok, records, &pairs);
-  if (dp && !pairs.empty()) {
+  if (sh.exponential()) {  // the chosen pairs, measured once
+    AddMarginalNoise(&pairs, sh.TargetNoise(o.sigma_m), noise);
+  } else if (dp && !pairs.empty()) {
     // The second measurement of each chosen pair, averaged with its first by
     // inverse variance (both unbiased), then projected.
     AddMarginalNoise(&pairs, sh.TargetNoise(o.sigma_m), noise, /*project=*/false);
@@ -670,6 +726,13 @@ Status ShareTargets(std::vector<ColumnMarginal>* targets) {
 std::string MeasureReport::Describe(double sigma_m) const {
   if (!shares.pairs())
     return fmt::format("the 1-way histograms at noise multiplier {:.4g}", shares.OneWayNoise(sigma_m));
+  if (shares.exponential())
+    return fmt::format(
+        "three measurements: the 1-way histograms at noise multiplier {:.4g}, {} "
+        "exponential-mechanism rounds at epsilon {:.4g} each (choosing the pairs), the chosen "
+        "pairs at {:.4g}; {} id groups per column",
+        shares.OneWayNoise(sigma_m), shares.rounds, shares.RoundEpsilon(sigma_m),
+        shares.TargetNoise(sigma_m), groups);
   return fmt::format(
       "three measurements: the 1-way histograms at noise multiplier {:.4g}, all pair histograms "
       "at {:.4g} (choosing the pairs), the chosen pairs again at {:.4g}; {} id groups per column",

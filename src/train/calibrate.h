@@ -140,9 +140,18 @@ void Normalize(std::vector<ColumnMarginal>* cells);
 // histograms (`selection`: the parents), and the chosen pairs' histograms
 // again (the rest; averaged with their first measurement: the 2-way
 // targets). Each multiplier is sigma_m / sqrt(share).
+//
+// With `rounds` > 0 the selection is instead that many exponential-mechanism
+// picks (privacy/exponential_mechanism.h) spending the `selection` share
+// between them, each scored by how far a pair's exact grouped counts lie from
+// the product of the noisy 1-way histograms (L1, sensitivity 1); only the
+// chosen pairs are then measured, once, with the rest of the release.
 struct MeasureShares {
   double one_way = 1, selection = 0;  // 1, 0: 1-way histograms only, at sigma_m
+  int rounds = 0;                     // > 0: the selection by the exponential mechanism
   bool pairs() const { return selection > 0; }
+  bool exponential() const { return rounds > 0; }
+  double RoundEpsilon(double sigma_m) const;  // each round's epsilon (exponential())
   double OneWayNoise(double sigma_m) const { return sigma_m / std::sqrt(one_way); }
   double SelectionNoise(double sigma_m) const { return sigma_m / std::sqrt(selection); }
   double TargetNoise(double sigma_m) const {
@@ -152,10 +161,12 @@ struct MeasureShares {
 // The shares by the records n, the multiplier and the calibrated columns C
 // (public: n sets the sampling rate and delta already), through the signal
 // of all P = C (C - 1) / 2 pair histograms, r = n / (sigma_m sqrt(P)): below
-// 25 the pairs cannot be told from the noise and the whole release goes to
-// the 1-way histograms; below 60, 0.2 / 0.4 (the parents need the most);
-// else 0.2 / 0.2 (measured on penguins, mpg and telco_churn: docs/privacy.md).
-MeasureShares SharesFor(int64_t n, double sigma_m, int columns);
+// 12 no pairs, the whole release to the 1-way histograms (mpg at epsilon 1);
+// below 40, 0.45 / 0.1 (mpg at epsilon 4: the groups and shapes need the
+// most); else 0.2 / 0.2; the selection by the exponential mechanism, 2.5 (C - 1)
+// rounds (at most the pairs `per_child` parents per column allow; measured on
+// penguins, mpg and telco_churn: docs/privacy.md).
+MeasureShares SharesFor(int64_t n, double sigma_m, int columns, int per_child = 3);
 
 struct MeasureOptions {
   int pairs = 0;            // parents per column (0: 1-way targets only)
