@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "backend/cpu/vmath.h"
 #include "generate/batch_sampler.h"
 #include "generate/generator.h"
 #include "generate/output.h"
@@ -134,6 +136,23 @@ TEST(Sampler, FrequenciesMatchSoftmaxAcrossBlocks) {
   }
   Philox rng(3, 3);
   EXPECT_EQ(SampleToken(l.data(), int(l.size()), 0.0, rng, scratch.data()), 40);  // lowest on ties
+}
+
+// The vector max behind the sampler and the softmax: -inf for an empty or all
+// -inf row (an OpenMP max reduction under clang gives -FLT_MAX there, a value
+// no logit holds, and the argmax walked off the row), NaN never wins, and the
+// tail past the last 16-lane block counts.
+TEST(Sampler, MaxOfAllMinusInfinityIsMinusInfinity) {
+  std::vector<float> l(37, -INFINITY);
+  EXPECT_EQ(cpu::MaxOf(l.data(), 0), -INFINITY);
+  EXPECT_EQ(cpu::MaxOf(l.data(), 37), -INFINITY);
+  l[3] = NAN;
+  l[20] = -FLT_MAX;
+  EXPECT_EQ(cpu::MaxOf(l.data(), 37), -FLT_MAX);
+  l[36] = 2.5f;  // in the tail
+  l[5] = 2.0f;
+  EXPECT_EQ(cpu::MaxOf(l.data(), 37), 2.5f);
+  EXPECT_EQ(cpu::MaxOf(l.data(), 36), 2.0f);
 }
 
 TEST(Sampler, EverythingMaskedGivesMinusOne) {

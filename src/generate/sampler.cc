@@ -9,15 +9,6 @@ namespace {
 
 constexpr int kBlock = kSampleBlock;
 
-// The largest logit (-inf when all are masked; NaN never wins), by a vector
-// reduction.
-float MaxLogit(const float* logits, int V) {
-  float mx = -INFINITY;
-#pragma omp simd reduction(max : mx)
-  for (int i = 0; i < V; ++i) mx = logits[i] > mx ? logits[i] : mx;
-  return mx;
-}
-
 // e_i = exp((l_i - mx) / T) into scratch (0 for a masked -inf logit).
 void Weights(const float* logits, int V, float mx, float inv_t, float* scratch) {
 #pragma omp simd
@@ -43,7 +34,7 @@ float BlockSum(const float* scratch, int V, int b) {
 // walk inside the block may end short of the target: the block's last id of
 // nonzero weight is taken then (and the last one overall past the end).
 int SampleToken(const float* logits, int V, double temperature, Philox& rng, float* scratch) {
-  const float mx = MaxLogit(logits, V);
+  const float mx = cpu::MaxOf(logits, V);  // -inf when all are masked
   if (!(mx > -INFINITY)) return -1;  // all masked (or NaN)
   auto argmax = [&] {  // the lowest id of the largest logit
     int i = 0;

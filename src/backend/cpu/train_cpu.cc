@@ -1163,14 +1163,11 @@ struct RowResult {
 };
 inline RowResult SoftmaxRow(float* x, const float* bias, int V, int target, float dl_scale,
                             bool grad) {
-  float mx = -INFINITY;
-#pragma omp simd reduction(max : mx)
-  for (int v = 0; v < V; ++v) {
-    x[v] += bias[v];
-    mx = x[v] > mx ? x[v] : mx;
-  }
+#pragma omp simd
+  for (int v = 0; v < V; ++v) x[v] += bias[v];
+  const float mx = MaxOf(x, V);
   int arg = 0;
-  while (x[arg] != mx) ++arg;
+  while (arg < V - 1 && x[arg] != mx) ++arg;  // (a row of NaN: id V - 1)
   float sum = 0;
   const float xt = x[target];
   if (grad) {

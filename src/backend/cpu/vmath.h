@@ -51,6 +51,24 @@ inline float FastExp(float x) {
   return p * scale;
 }
 
+// The largest of x[0..n) (-inf when n = 0 or every x is -inf; a NaN never
+// wins), in 16 lanes so it vectorizes. Not an OpenMP max reduction: clang
+// starts those at -FLT_MAX, not -inf, so an all -inf row would come out as
+// -FLT_MAX, a value no element holds.
+inline float MaxOf(const float* x, int n) {
+  constexpr int kLanes = 16;
+  float lane[kLanes];
+  for (float& m : lane) m = -INFINITY;
+  int i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+#pragma omp simd
+    for (int j = 0; j < kLanes; ++j) lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
+  float mx = -INFINITY;
+  for (; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  for (float m : lane) mx = m > mx ? m : mx;
+  return mx;
+}
+
 inline float FastSigmoid(float x) { return 1.0f / (1.0f + FastExp(-x)); }
 
 inline float FastTanh(float x) { return 2.0f / (1.0f + FastExp(-2.0f * x)) - 1.0f; }
