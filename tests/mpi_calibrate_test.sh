@@ -9,14 +9,9 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/mpi_lib.sh"
 if ! why=$(mpi_available); then skip "mpirun calibration: $why"; finish; fi
-head -n 241 "$ROOT/examples/telco_churn_2k.csv" > "$TMP/t.csv"
-ARGS=(--input "$TMP/t.csv" --field-delimiter , --epochs 2 --embedding-dim 16 --rnn-units 24
-      --batch-size 8 --seed 4 --early-stopping=false --threads 1)
+small_field_job 2 4
 
-for n in 1 2 3; do
-  "${MPIRUN[@]}" -n $n "$DS" train "${ARGS[@]}" --model-dir "$TMP/m$n" >/dev/null 2>"$TMP/log$n" ||
-    fail "mpirun -n $n train: $(tail -3 "$TMP/log$n")"
-done
+train_ranks 1 2 3
 line() { grep "^calibrate: mean total variation" "$1"; }
 # It calibrated pairs, and the kept state measures closer to the targets.
 python3 - "$(line "$TMP/log1")" <<'PY' && pass "1 rank: pairs calibrated, distance reduced" ||

@@ -14,3 +14,20 @@ mpi_available() {
 weights() {
   python3 -c "import json,sys; print(sys.argv[1] + '/' + json.load(open(sys.argv[1] + '/model_params.json'))['datasynth']['weights_file'])" "$1"
 }
+# small_field_job EPOCHS SEED: the first 240 rows of the bundled telco table in
+# $TMP/t.csv and ARGS for a small field network on them (the shared setup of
+# the optimizer and calibration tests).
+small_field_job() {
+  head -n 241 "$ROOT/examples/telco_churn_2k.csv" > "$TMP/t.csv"
+  ARGS=(--input "$TMP/t.csv" --field-delimiter , --epochs "$1" --embedding-dim 16 --rnn-units 24
+        --batch-size 8 --seed "$2" --early-stopping=false --threads 1)
+}
+# train_ranks N...: mpirun -n N datasynth train ARGS into $TMP/mN (stderr in
+# $TMP/logN) for each N; a failed run fails the test.
+train_ranks() {
+  local n
+  for n in "$@"; do
+    "${MPIRUN[@]}" -n "$n" "$DS" train "${ARGS[@]}" --model-dir "$TMP/m$n" >/dev/null 2>"$TMP/log$n" ||
+      fail "mpirun -n $n train: $(tail -3 "$TMP/log$n")"
+  done
+}

@@ -8,16 +8,11 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/mpi_lib.sh"
 if ! why=$(mpi_available); then skip "mpirun training: $why"; finish; fi
-head -n 241 "$ROOT/examples/telco_churn_2k.csv" > "$TMP/t.csv"
 # The field default network, smaller (Adam, plateau schedule, field tokens).
-ARGS=(--input "$TMP/t.csv" --field-delimiter , --epochs 3 --embedding-dim 16 --rnn-units 24
-      --batch-size 8 --seed 3 --early-stopping=false --threads 1)
+small_field_job 3 3
 checkpoint() { ls "$1"/checkpoint-e*.bin | tail -1; }
 
-for n in 1 2 3; do
-  "${MPIRUN[@]}" -n $n "$DS" train "${ARGS[@]}" --model-dir "$TMP/m$n" >/dev/null 2>"$TMP/log$n" ||
-    fail "mpirun -n $n train: $(tail -3 "$TMP/log$n")"
-done
+train_ranks 1 2 3
 grep -q "optimizer adam" "$TMP/log1" && pass "the field defaults train with Adam" ||
   fail "not the field defaults: $(grep 'field tokenizer' "$TMP/log1")"
 grep -q "summed in shared memory (one host), optimizer sharded over the ranks" "$TMP/log3" &&
