@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -341,6 +342,35 @@ TEST_P(BackendTest, ParamsExceptOwnSlice) {
   if (Device() == "cpu") {
     EXPECT_THROW(part->SetParamsExcept(q.data(), 1, n + 1), Error);
   }
+}
+
+// StepInto (mpirun's shards) writes every element of the gradient Step and
+// GetGrads give, with dropout, into the caller's buffer, and leaves the
+// backend's own gradient as it was.
+TEST_P(BackendTest, StepIntoWritesTheWholeGradient) {
+  NetworkSpec spec = Spec(13, 4, 3, 2, 0.25f);
+  auto a = MakeTrain(Device(), spec, 3, 4), b = MakeTrain(Device(), spec, 3, 4);
+  const size_t n = a->layout().total;
+  std::vector<float> p = RandomParams(spec, 3);
+  a->SetParams(p.data());
+  b->SetParams(p.data());
+  Batch first = RandomBatch(3, 4, 13, 5, /*weights=*/true), batch = RandomBatch(3, 4, 13, 6, true);
+  // Legal ids around each target (the field tokenizer's ranged dense stage).
+  for (int32_t t : batch.targets) {
+    batch.legal_lo.push_back(std::max(0, t - 2));
+    batch.legal_hi.push_back(std::min(13, t + 3));
+  }
+  a->Step(first, /*train=*/true, 7);
+  std::vector<float> own(n), want(n), got(n, std::numeric_limits<float>::quiet_NaN()), after(n);
+  a->GetGrads(own.data());
+  const StepStats sa = a->StepInto(batch, 11, got.data());
+  const StepStats sb = b->Step(batch, /*train=*/true, 11);
+  b->GetGrads(want.data());
+  EXPECT_EQ(sa.loss_sum, sb.loss_sum);
+  EXPECT_EQ(sa.count, sb.count);
+  ExpectClose(got, want, 0, 0, "StepInto's gradient");
+  a->GetGrads(after.data());
+  if (Device() == "cpu") ExpectClose(after, own, 0, 0, "the backend's own gradient");
 }
 
 // Softmax cross-entropy, weights and accuracy: with Wd = 0 the logits are the

@@ -122,6 +122,15 @@ class TrainBackend {
   // `clip` is set. With train = false, no dropout and grads are untouched.
   virtual StepStats Step(const Batch& batch, bool train, uint64_t dropout_seed,
                          const PerExampleClip* clip = nullptr) = 0;
+  // A training step (train = true, no clip) whose gradient goes into
+  // `grads` ([layout.total]), as Step then GetGrads(grads) give it; a backend
+  // that can writes it there directly (the CPU backend: no copy) and then
+  // leaves its own gradient buffer as it was (GetGrads does not see it).
+  virtual StepStats StepInto(const Batch& batch, uint64_t dropout_seed, float* grads) {
+    StepStats s = Step(batch, /*train=*/true, dropout_seed);
+    GetGrads(grads);
+    return s;
+  }
 
   // params -= update(grads) for the configured optimizer; `step` counts from 1.
   // With opt.range: that slice only (OptimizerRange).

@@ -278,13 +278,16 @@ Result<StepStats> DataParallel::Step(TrainBackend& backend, const Batch& global,
     const int hi = int(int64_t(global.batch) * (k + 1) / k_total);
     SliceBatch(global, lo, hi, &part);
     Timed timed(Phase::kSteps);
-    StepStats s = backend.Step(part, /*train=*/true, dropout_seed + 0x632be59bd9b4e019ull * uint64_t(k));
+    const uint64_t seed = dropout_seed + 0x632be59bd9b4e019ull * uint64_t(k);
+    // The gradient straight into shared memory or the sum's term (its weight,
+    // the count, is set once the step returned it).
+    float* dst = node_ ? node_->Term(j) : sum_.Add(0.0);
+    StepStats s = backend.StepInto(part, seed, dst);
     if (node_) {
-      backend.GetGrads(node_->Term(j));  // straight into shared memory
       timed.Stop();
       node_->SetStats(j, s);
     } else {
-      backend.GetGrads(sum_.Add(s.count));
+      sum_.SetWeight(j, s.count);
     }
     mine.push_back(s);
     ids.push_back(k);

@@ -54,6 +54,8 @@ class ExactSum {
   // ([n] floats, valid until the next Begin).
   void Add(const float* g, double weight);
   float* Add(double weight);
+  // The weight of this step's term j (for a term added before its weight was known).
+  void SetWeight(size_t j, double weight) { weights_.at(j) = weight; }
   // Collective: every rank calls it with the same total_weight.
   Status Reduce(double total_weight, float* out);
   // Reduce in two halves, for a caller that carries the scale in a collective

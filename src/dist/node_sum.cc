@@ -120,7 +120,7 @@ struct NodeSum::Impl {
 };
 
 Result<std::unique_ptr<NodeSum>> NodeSum::Make(size_t params, int shards) {
-  if (!Active() || Size() < 2 || SharedNccl()) return std::unique_ptr<NodeSum>();
+  if (!Active() || SharedNccl()) return std::unique_ptr<NodeSum>();
   if (const char* e = std::getenv("DATASYNTH_MPI_SHM"); e && std::string(e) == "0")
     return std::unique_ptr<NodeSum>();
   std::unique_ptr<NodeSum> ns(new NodeSum);

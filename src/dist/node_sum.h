@@ -16,8 +16,9 @@
 // (tests/mpi_train_test.sh compares the two); the conversion and the
 // optimizer work are divided by N instead of repeated.
 //
-// Used when mpirun started more than one rank and MPI_COMM_TYPE_SHARED spans
-// them all, unless DATASYNTH_MPI_SHM=0; otherwise (several hosts, NCCL, no MPI
+// Used when mpirun started the ranks (one included: `mpirun -n 1` then runs
+// the code of N ranks, without the MPI path's int64 buffer and copies) and
+// MPI_COMM_TYPE_SHARED spans them all, unless DATASYNTH_MPI_SHM=0; otherwise (several hosts, NCCL, no MPI
 // in the build) Make returns nullptr and ExactSum's allreduce is used.
 #pragma once
 

@@ -268,6 +268,23 @@ class TrainImpl final : public CpuTrainBackend {
 
   StepStats Step(const Batch& batch, bool train, uint64_t dropout_seed,
                  const PerExampleClip* clip) override;
+  // The gradient written straight into `grads` (no copy): the step writes
+  // every tensor, the padding between them is zeroed here (grads_'s is zero).
+  StepStats StepInto(const Batch& batch, uint64_t dropout_seed, float* grads) override {
+    grads_out_ = grads;
+    struct Reset {
+      float** p;
+      ~Reset() { *p = nullptr; }
+    } reset{&grads_out_};
+    const StepStats s = Step(batch, /*train=*/true, dropout_seed, nullptr);
+    size_t end = 0;
+    for (const ParamTensor& t : layout_.tensors) {
+      std::fill(grads + end, grads + t.offset, 0.0f);
+      end = t.offset + t.size();
+    }
+    std::fill(grads + end, grads + layout_.total, 0.0f);
+    return s;
+  }
   void ForwardLogits(const Batch& batch, float* logits) override;
   void ApplyOptimizer(const OptimizerConfig& opt, int64_t step) override;
 
@@ -408,6 +425,9 @@ class TrainImpl final : public CpuTrainBackend {
   }();
 
   Buffer<float> params_, grads_;  // [total] ParamLayout
+  float* grads_out_ = nullptr;    // StepInto's destination, else null
+  // Where a training step writes its gradient: StepInto's buffer, else grads_.
+  float* Grads() { return grads_out_ ? grads_out_ : grads_.data(); }
   Buffer<float> opt_m_, opt_v_;   // [total] optimizer slots
   // G = G_, GH = G * H. Gate columns permuted as described in cpu_backend.h.
   std::vector<Buffer<float>> wxp_;     // per layer [In, GH] Wx, gate columns permuted
@@ -1062,7 +1082,7 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
 void TrainImpl::LayerWeightGrads(int l, bool rounded) {
   const int B = B_, T = T_, H = spec_.rnn_units, H4 = G_ * H;  // H4: G H columns
   const auto& Ly = lay_[l];
-  float* g = grads_.data();
+  float* g = Grads();
   rounded = rounded && bf16_;
   const uint16_t* dzh16 = gru_ ? dzh16_.data() : dz16_.data();
   // B = dz from dzv16_ (where oneDNN runs that layout with its brgemm kernels).
@@ -1138,7 +1158,7 @@ void TrainImpl::ApplyMaskInPlace(int site, float* x, int width) {
 // by embedding columns across threads (no conflicts, fixed order).
 void TrainImpl::EmbeddingGrad(const Batch& batch, const float* dx0) {
   const int B = B_, T = T_, E = spec_.embedding_dim, V = spec_.vocab_size;
-  float* de = grads_.data() + off_emb_;
+  float* de = Grads() + off_emb_;
   std::memset(de, 0, size_t(V) * E * sizeof(float));
 #pragma omp parallel num_threads(nt_)
   {
@@ -1389,7 +1409,7 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
       db = dense_db_[j].data();
       std::memset(db, 0, V * sizeof(float));
       if (j == 0) {
-        dw = grads_.data() + off_dw_;
+        dw = Grads() + off_dw_;
       } else {
         dense_dw_[j].Reserve(size_t(H) * V);
         dw = dense_dw_[j].data();
@@ -1405,8 +1425,8 @@ StepStats TrainImpl::DenseStage(const Batch& batch, bool train, double count, fl
     part[j] = st;
   }
   if (train) {
-    float* gw = grads_.data() + off_dw_;
-    float* gb = grads_.data() + off_db_;
+    float* gw = Grads() + off_dw_;
+    float* gb = Grads() + off_db_;
     const size_t n = size_t(H) * V;
     if (nt > 1) {
 #pragma omp parallel for num_threads(nt_) schedule(static)
@@ -1500,7 +1520,7 @@ void TrainImpl::DenseClipGrads(const Batch& batch, const double* scale) {
     float* db = dense_db_[j].data();     // [V]
     float* dw;
     if (j == 0) {
-      dw = grads_.data() + off_dw_;
+      dw = Grads() + off_dw_;
     } else {
       dense_dw_[j].Reserve(size_t(H) * V);
       dw = dense_dw_[j].data();
@@ -1686,7 +1706,7 @@ void TrainImpl::ClipRangedGrads(const Batch& batch, const float* s) {
 #pragma omp parallel num_threads(nt)
   {
     const int j = omp_get_thread_num();
-    float* dw = grads_.data() + off_dw_;
+    float* dw = Grads() + off_dw_;
     if (j > 0) {
       dense_dw_[j].Reserve(size_t(H) * V);
       dw = dense_dw_[j].data();
@@ -1719,8 +1739,8 @@ void TrainImpl::ClipRangedGrads(const Batch& batch, const float* s) {
 // dense_dw_[j]; every thread its bias part into dense_db_[j]. Summed in thread order.
 void TrainImpl::SumDenseThreadGrads(int nt) {
   const int H = spec_.rnn_units, V = spec_.vocab_size;
-  float* gw = grads_.data() + off_dw_;
-  float* gb = grads_.data() + off_db_;
+  float* gw = Grads() + off_dw_;
+  float* gb = Grads() + off_db_;
   for (int j = 1; j < nt; ++j) {
     const float* src = dense_dw_[j].data();
     for (size_t k = 0; k < size_t(H) * V; ++k) gw[k] += src[k];
