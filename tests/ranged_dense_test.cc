@@ -58,7 +58,7 @@ std::vector<float> RunRanged(const Problem& p, int lo, int hi, bool portable) {
 }
 
 TEST(RangedDense, MatchesReferenceAndPortableFormBitForBit) {
-  const Problem p(13, 128, 400, 5);  // 13 rows: two blocks of 6 and a tail of 1
+  const Problem p(13, 128, 400, 5);  // 13 rows: four blocks of 3 and a tail of 1
   const int ranges[][2] = {{0, 1}, {3, 18}, {7, 23}, {100, 164}, {150, 255}, {39, 400}, {0, 400}};
   for (const auto& rg : ranges) {
     const int lo = rg[0], hi = rg[1];

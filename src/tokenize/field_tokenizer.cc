@@ -516,7 +516,8 @@ int FieldTokenizer::max_record_tokens() const {
 
 // ---------------------------------------------------------------- encoding --
 
-Status FieldTokenizer::EncodeValue(int ci, std::string_view v, std::vector<int32_t>* out) const {
+Status FieldTokenizer::EncodeValue(int ci, std::string_view v, std::vector<int32_t>* out,
+                                   bool by_chars) const {
   const Column& c = cols_[size_t(ci)];
   const FieldType ft = c.type.type;
   auto not_seen = [&]() {
@@ -540,7 +541,7 @@ Status FieldTokenizer::EncodeValue(int ci, std::string_view v, std::vector<int32
     if (int(cs.size()) > c.max_len || (cs.empty() && !c.empty_ok))
       return DS_ERR(kInvalidInput, "column '{}': '{}' is longer than any training value", c.name,
                     std::string(v));
-    if (!c.pieces.empty()) return EncodeText(c, cs, out);
+    if (!c.pieces.empty() && !by_chars) return EncodeText(c, cs, out);
     for (const auto& ch : cs) {
       auto it = c.index.find(ch);
       if (it == c.index.end())
@@ -994,7 +995,10 @@ std::string FieldTokenizer::CheckFields(const std::vector<std::string>& fields) 
     ids.clear();
     // A value is of its column's type when it encodes (known category, number
     // in range at the precision, real date in the years, known characters).
-    Status s = EncodeValue(int(f), fields[f], &ids);
+    // Text by its chars: every piece is made of known chars (CheckPieces), so a
+    // value is valid iff its chars are, and the fewest-token search (EncodeText,
+    // ~17% of fail2ban's generation with 256 pieces) is not needed to say so.
+    Status s = EncodeValue(int(f), fields[f], &ids, /*by_chars=*/true);
     if (!s.ok()) return fmt::format("field {}: {}", f + 1, s.message());
   }
   return CheckRelationFields(fields);

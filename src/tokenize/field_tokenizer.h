@@ -224,7 +224,10 @@ class FieldTokenizer final : public Tokenizer {
   nlohmann::json SchemaJson() const;  // per column: name, type, decimals, format
 
  private:
-  Status EncodeValue(int col, std::string_view v, std::vector<int32_t>* out) const;
+  // by_chars: open text with pieces spelled by its chars (a valid encoding, not
+  // the fewest tokens: enough to check a value, CheckFields).
+  Status EncodeValue(int col, std::string_view v, std::vector<int32_t>* out,
+                     bool by_chars = false) const;
   Status EncodeLeading(const std::vector<std::string>& fields, std::vector<int32_t>* out) const;
   Status Finalize();  // ids, indexes, names; checks
   Status CheckOrder() const;  // order_: empty or a permutation of the columns
