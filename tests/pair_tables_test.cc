@@ -288,6 +288,14 @@ TEST(PairTables, KeepContiguousDropsFarCells) {
   EXPECT_EQ(low, (std::vector<double>{1, 2, 3}));
 }
 
+// A group whose cells were all trimmed takes the untrimmed shape; a group
+// with mass keeps its trimmed cells (zeros included).
+TEST(PairTables, FillEmptyGroupsTakesTheUntrimmedShape) {
+  std::vector<double> p = {0, 5, 0, 0, 0, 7};
+  FillEmptyGroups({1, 4, 6, 2, 3, 8}, {0, 1, 1, 2, 2, 3}, &p);
+  EXPECT_EQ(p, (std::vector<double>{1, 5, 0, 2, 3, 7}));
+}
+
 TEST(PairTables, ChooseParentsFindsTheDependentColumn) {
   auto tok = TwoColumns();
   std::vector<ColumnMarginal> one = MarginalCells(*tok);

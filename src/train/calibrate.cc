@@ -474,6 +474,17 @@ void KeepContiguous(std::vector<double>* p, size_t start, double threshold) {
     if (!keep[i]) v[i] = 0;
 }
 
+void FillEmptyGroups(const std::vector<double>& untrimmed, const std::vector<int32_t>& group,
+                     std::vector<double>* p) {
+  std::vector<double> mass;
+  for (size_t i = 0; i < p->size(); ++i) {
+    if (size_t(group[i]) >= mass.size()) mass.resize(size_t(group[i]) + 1, 0.0);
+    mass[size_t(group[i])] += (*p)[i];
+  }
+  for (size_t i = 0; i < p->size(); ++i)
+    if (!(mass[size_t(group[i])] > 0)) (*p)[i] = untrimmed[i];
+}
+
 void ProjectToTotal(std::vector<double>* p) {
   double total = 0;
   for (double v : *p) total += v;
@@ -684,7 +695,9 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
   for (size_t i = 0; i < one.size(); ++i) {
     if (!parents[i].empty() && !(dp && Ordered(tok, one[i]))) continue;
     targets->push_back(dp && parents[i].empty() ? kept[i] : one[i]);
-    if (!parents[i].empty()) targets->back().within = group_of[i];
+    if (parents[i].empty()) continue;
+    targets->back().within = group_of[i];
+    if (dp) FillEmptyGroups(kept[i].p, group_of[i], &targets->back().p);
   }
   for (ColumnMarginal& m : pairs) targets->push_back(std::move(m));
   Normalize(targets);
