@@ -214,6 +214,7 @@ struct CalibrateOptions {
   // Stop at the first measurement no closer than the best before it (the
   // best state is kept either way; the measurements grow with the ramp, so a
   // later, larger one is never judged on more sampling noise than the best).
+  // The trainer sets it without dp only (the dp figures of docs/privacy.md ran every step).
   bool stop_when_worse = true;
   static constexpr double kMaxStep = 2.0;
 };
