@@ -183,9 +183,10 @@ TEST(PairTables, CalibrateKeepsTheMeasuredBestState) {
   EXPECT_GT(kept_untrained, 0);  // some seeds measure no step as an improvement
 }
 
-// stop_when_worse: the run ends at the first measurement no closer than the
-// best before it (fewer measurements, the same kept state as the run without
-// the stop up to there); every measurement before that one was an improvement.
+// stop_when_worse: the run ends at the first full-size measurement no closer
+// than the best before it (fewer measurements, the same kept state as the run
+// without the stop up to there); every measurement before that one was an
+// improvement. 60 records: under the ramp's 250, so every measurement is full.
 TEST(PairTables, CalibrateStopsAtTheFirstMeasurementNoBetter) {
   auto tok = TwoColumns();
   const NetworkSpec spec = TinySpec(*tok);
@@ -216,6 +217,30 @@ TEST(PairTables, CalibrateStopsAtTheFirstMeasurementNoBetter) {
     }
   }
   EXPECT_GT(stopped, 0);  // some seeds measure a step as no improvement and stop there
+}
+
+// Under the ramp (1000 records: 250, 250, 500, 1000, 1000) a smaller early
+// measurement no better does not stop the run: only the full-size ones can.
+TEST(PairTables, CalibrateDoesNotStopOnTheRampsSmallMeasurements) {
+  auto tok = TwoColumns();
+  const NetworkSpec spec = TinySpec(*tok);
+  ColumnMarginal n = MarginalCells(*tok)[1];
+  std::fill(n.p.begin(), n.p.end(), 0.1);
+  int early_worse = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    CalibrateOptions o;
+    o.samples = 1000;
+    o.iterations = 4;
+    o.seed = seed;
+    CalibrateReport rep;
+    PairTables pairs;
+    std::vector<float> params(ParamLayout::For(spec).total, 0.0f);
+    ASSERT_TRUE(Calibrate(*tok, {"x", "n", "y"}, ',', spec, params.data(), {n}, o, &rep, &pairs).ok());
+    ASSERT_GE(rep.tvd.size(), size_t(o.iterations));  // at most the last measurement left out
+    for (size_t i = 0; i + 1 < rep.samples.size(); ++i)
+      if (rep.samples[i + 1] < o.samples && rep.tvd[i + 1] >= rep.tvd[0]) ++early_worse;
+  }
+  EXPECT_GT(early_worse, 0);  // the case the rule is for: a small measurement no better
 }
 
 TEST(PairTables, CalibrationSamplesShrinkForLongRecordsAndFewRecords) {

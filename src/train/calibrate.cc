@@ -875,8 +875,8 @@ Status Calibrate(const FieldTokenizer& tok, const std::vector<std::string>& head
       report->kept_iteration = it;
       best_bias.assign(bias, bias + nb);
       best_tables = tables;
-    } else if (o.stop_when_worse) {
-      break;  // the last step overshot: the best state is kept, and no more steps from here
+    } else if (o.stop_when_worse && oi.samples == o.samples) {
+      break;  // a full measurement no better: the best state is kept, no more steps from here
     }
     if (it == o.iterations) break;
     const double e = 0.5 / double(std::max<int64_t>(1, oi.samples));
