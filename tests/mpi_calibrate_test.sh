@@ -26,14 +26,15 @@ for n in 2 3; do
   cmp -s "$(weights "$TMP/m1")" "$(weights "$TMP/m$n")" && cmp -s "$TMP/m1/pair_tables.bin" "$TMP/m$n/pair_tables.bin" &&
     pass "$n ranks: calibrated weights and pair tables bitwise those of 1 rank" ||
     fail "$n ranks: the calibrated model differs from 1 rank's"
-  # 5 measurements (iterations 0-4; 1000, 1000, 2000, 4000, 4000 records):
-  # about 12000 / n attempts here.
+  # 5 measurements (iterations 0-4; 240 records, so 12 x 240 = 2880 a
+  # measurement, CalibrationSamples: 720, 720, 1440, 2880, 2880):
+  # about 8640 / n attempts here.
   python3 - "$(line "$TMP/log$n")" "$n" <<'PY' &&
 import re, sys
 m = re.search(r"with ([0-9, ]+) records, sampled over ([0-9]+) ranks \(([0-9]+) attempts on this one\)", sys.argv[1])
 n = int(sys.argv[2])
 total = sum(int(x) for x in m.group(1).split(", ")) if m else 0
-sys.exit(0 if m and total == 12000 and int(m.group(2)) == n and
+sys.exit(0 if m and total == 8640 and int(m.group(2)) == n and
          0.9 * total / n <= int(m.group(3)) <= 1.1 * total / n else 1)
 PY
     pass "$n ranks: rank 0 generated 1/$n of the calibration's attempts" ||

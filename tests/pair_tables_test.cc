@@ -183,10 +183,75 @@ TEST(PairTables, CalibrateKeepsTheMeasuredBestState) {
   EXPECT_GT(kept_untrained, 0);  // some seeds measure no step as an improvement
 }
 
-TEST(PairTables, CalibrationSamplesShrinkForLongRecordsOnly) {
+// stop_when_worse: the run ends at the first full-size measurement no closer
+// than the best before it (fewer measurements, the same kept state as the run
+// without the stop up to there); every measurement before that one was an
+// improvement. 60 records: under the ramp's 250, so every measurement is full.
+TEST(PairTables, CalibrateStopsAtTheFirstMeasurementNoBetter) {
+  auto tok = TwoColumns();
+  const NetworkSpec spec = TinySpec(*tok);
+  ColumnMarginal n = MarginalCells(*tok)[1];
+  std::fill(n.p.begin(), n.p.end(), 0.1);  // what the zero network generates: steps chase noise
+  int stopped = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    CalibrateOptions o;
+    o.samples = 60;
+    o.iterations = 4;
+    o.seed = seed;
+    CalibrateReport rep, all;
+    PairTables pairs;
+    std::vector<float> params(ParamLayout::For(spec).total, 0.0f), full = params;
+    ASSERT_TRUE(Calibrate(*tok, {"x", "n", "y"}, ',', spec, params.data(), {n}, o, &rep, &pairs).ok());
+    o.stop_when_worse = false;
+    ASSERT_TRUE(Calibrate(*tok, {"x", "n", "y"}, ',', spec, full.data(), {n}, o, &all, &pairs).ok());
+    ASSERT_EQ(all.tvd.size(), size_t(o.iterations + 1));
+    ASSERT_GE(rep.tvd.size(), 1u);
+    const size_t last = rep.tvd.size() - 1;
+    for (size_t i = 1; i < last; ++i) EXPECT_LT(rep.tvd[i], rep.tvd[i - 1]) << seed;
+    // The measurements are those of the full run up to the stop.
+    for (size_t i = 0; i <= last; ++i) EXPECT_DOUBLE_EQ(rep.tvd[i], all.tvd[i]) << seed;
+    if (last < size_t(o.iterations)) {
+      ++stopped;
+      EXPECT_GE(rep.tvd[last], rep.tvd_after) << seed;
+      EXPECT_EQ(rep.kept_iteration, int(last) - 1) << seed;
+    }
+  }
+  EXPECT_GT(stopped, 0);  // some seeds measure a step as no improvement and stop there
+}
+
+// Under the ramp (1000 records: 250, 250, 500, 1000, 1000) a smaller early
+// measurement no better does not stop the run: only the full-size ones can.
+TEST(PairTables, CalibrateDoesNotStopOnTheRampsSmallMeasurements) {
+  auto tok = TwoColumns();
+  const NetworkSpec spec = TinySpec(*tok);
+  ColumnMarginal n = MarginalCells(*tok)[1];
+  std::fill(n.p.begin(), n.p.end(), 0.1);
+  int early_worse = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    CalibrateOptions o;
+    o.samples = 1000;
+    o.iterations = 4;
+    o.seed = seed;
+    CalibrateReport rep;
+    PairTables pairs;
+    std::vector<float> params(ParamLayout::For(spec).total, 0.0f);
+    ASSERT_TRUE(Calibrate(*tok, {"x", "n", "y"}, ',', spec, params.data(), {n}, o, &rep, &pairs).ok());
+    ASSERT_GE(rep.tvd.size(), size_t(o.iterations));  // at most the last measurement left out
+    for (size_t i = 0; i + 1 < rep.samples.size(); ++i)
+      if (rep.samples[i + 1] < o.samples && rep.tvd[i + 1] >= rep.tvd[0]) ++early_worse;
+  }
+  EXPECT_GT(early_worse, 0);  // the case the rule is for: a small measurement no better
+}
+
+TEST(PairTables, CalibrationSamplesShrinkForLongRecordsAndFewRecords) {
   EXPECT_EQ(CalibrationSamples(5634 * 30, 5634), 4000);   // telco: 30 tokens a record
-  EXPECT_EQ(CalibrationSamples(455 * 141, 455), 4000);    // breast_cancer: 141
-  EXPECT_EQ(CalibrationSamples(80 * 1500, 80), 1333);     // santander: ~1,500 tokens
+  EXPECT_EQ(CalibrationSamples(455 * 141, 455), 4000);    // breast_cancer: 141, 12 x 455 > 4000
+  EXPECT_EQ(CalibrationSamples(334 * 30, 334), 4000);     // 12 x 334 = 4008: all
+  EXPECT_EQ(CalibrationSamples(142 * 40, 142), 1704);     // wine: 12 x 142 records
+  EXPECT_EQ(CalibrationSamples(84 * 40, 84), 1008);       // stocks: 12 x 84
+  EXPECT_EQ(CalibrationSamples(50 * 10, 50), 1000);       // never under 1000
+  EXPECT_EQ(CalibrationSamples(8000 * 1500, 8000), 1333); // ~1,500 tokens a record
+  EXPECT_EQ(CalibrationSamples(80 * 1500, 80), 1000);     // santander: the floor
   EXPECT_EQ(CalibrationSamples(10 * 5000, 10), 1000);     // long text: never under 1000
   EXPECT_EQ(CalibrationSamples(0, 0), 4000);              // no records: the default
 }

@@ -68,6 +68,15 @@ int64_t CellOf(const ColumnMarginal& m, const std::vector<int32_t>& first) {
   return row * m.cols + col;
 }
 
+// Adds one record, of first tokens `first` (FirstTokens), to the counts of
+// every cell it falls in: CountMarginals' and MeasureModel's one count.
+void AddRecord(const std::vector<int32_t>& first, std::vector<ColumnMarginal>* cells) {
+  for (ColumnMarginal& m : *cells) {
+    const int64_t cell = CellOf(m, first);
+    if (cell >= 0) m.p[size_t(cell)] += 1;
+  }
+}
+
 // One fitting step of a 2-way cell: the conditional log-ratio per group.
 void PairStep(const ColumnMarginal& t, const ColumnMarginal& g, double pseudo, double e,
               double damping, PairTable* table) {
@@ -205,6 +214,21 @@ Result<int64_t> SampleRange(const GenerationModel& g, const FieldTokenizer& tok,
   return invalid;
 }
 
+// The integer counts of `got` and `skipped` summed over the ranks (exact:
+// every rank's counts are whole numbers, summed as integers).
+Status SumCounts(std::vector<ColumnMarginal>* got, int64_t* skipped) {
+  std::vector<int64_t> counts;  // every cell of `got`, flattened, then the skipped
+  for (const ColumnMarginal& m : *got)
+    for (double v : m.p) counts.push_back(int64_t(v));
+  counts.push_back(*skipped);
+  DS_RETURN_IF_ERROR(dist::AllreduceSum(counts.data(), counts.size()));
+  size_t at = 0;
+  for (ColumnMarginal& m : *got)
+    for (double& v : m.p) v = double(counts[at++]);
+  *skipped = counts.back();
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status MeasureModel(const FieldTokenizer& tok, const std::vector<std::string>& header,
@@ -217,10 +241,7 @@ Status MeasureModel(const FieldTokenizer& tok, const std::vector<std::string>& h
   const int ranks = spread ? dist::Size() : 1, rank = spread ? dist::Rank() : 0;
   const size_t columns = tok.columns().size();
   for (ColumnMarginal& m : *got) std::fill(m.p.begin(), m.p.end(), 0.0);
-  std::vector<int64_t> counts;  // every cell of `got`, flattened, then the skipped
-  for (const ColumnMarginal& m : *got) counts.resize(counts.size() + m.p.size(), 0);
-  counts.push_back(0);
-  int64_t valid = 0, invalid = 0;
+  int64_t valid = 0, invalid = 0, skipped = 0;
   uint64_t next = 0;
   std::vector<int32_t> first, rec(columns);
   std::vector<char> encoded;
@@ -244,16 +265,11 @@ Status MeasureModel(const FieldTokenizer& tok, const std::vector<std::string>& h
     const int64_t take = std::clamp<int64_t>(o.samples - before, 0, per[size_t(2 * rank)]);
     for (int64_t k = 0; k < take; ++k) {
       if (!encoded[size_t(k)]) {
-        ++counts.back();
+        ++skipped;
         continue;
       }
       std::copy_n(first.begin() + k * int64_t(columns), columns, rec.begin());
-      size_t at = 0;
-      for (const ColumnMarginal& m : *got) {
-        const int64_t cell = CellOf(m, rec);
-        if (cell >= 0) ++counts[at + size_t(cell)];
-        at += m.p.size();
-      }
+      AddRecord(rec, got);
     }
     for (int q = 0; q < ranks; ++q) {
       valid += per[size_t(2 * q)];
@@ -262,12 +278,9 @@ Status MeasureModel(const FieldTokenizer& tok, const std::vector<std::string>& h
     next += n;
     stats->attempts_here += int64_t(hi - lo);
   }
-  if (spread) DS_RETURN_IF_ERROR(dist::AllreduceSum(counts.data(), counts.size()));
-  size_t at = 0;
-  for (ColumnMarginal& m : *got)
-    for (double& v : m.p) v = double(counts[at++]);
+  if (spread) DS_RETURN_IF_ERROR(SumCounts(got, &skipped));
   stats->attempts = int64_t(next);
-  stats->skipped = counts.back();
+  stats->skipped = skipped;
   stats->ranks = ranks;
   return Status::Ok();
 }
@@ -447,10 +460,7 @@ void CountMarginals(const FieldTokenizer& tok, const std::vector<std::vector<std
       if (skipped) ++*skipped;
       continue;
     }
-    for (ColumnMarginal& m : *cells) {
-      const int64_t cell = CellOf(m, first);
-      if (cell >= 0) m.p[size_t(cell)] += 1;
-    }
+    AddRecord(first, cells);
   }
 }
 
@@ -769,7 +779,10 @@ std::string CalibrateReport::Describe() const {
 
 int64_t CalibrationSamples(int64_t tokens, int64_t records) {
   const int64_t per_record = std::max<int64_t>(1, tokens / std::max<int64_t>(1, records));
-  return std::clamp<int64_t>(kCalibrateTokens / per_record, 1000, CalibrateOptions{}.samples);
+  const int64_t by_records =
+      records > 0 ? kCalibrateSamplesPerRecord * records : CalibrateOptions{}.samples;
+  return std::clamp<int64_t>(std::min(kCalibrateTokens / per_record, by_records), 1000,
+                             CalibrateOptions{}.samples);
 }
 
 namespace {
@@ -875,6 +888,8 @@ Status Calibrate(const FieldTokenizer& tok, const std::vector<std::string>& head
       report->kept_iteration = it;
       best_bias.assign(bias, bias + nb);
       best_tables = tables;
+    } else if (o.stop_when_worse && oi.samples == o.samples) {
+      break;  // a full measurement no better: the best state is kept, no more steps from here
     }
     if (it == o.iterations) break;
     const double e = 0.5 / double(std::max<int64_t>(1, oi.samples));

@@ -1192,6 +1192,7 @@ class TrainRun {
     o.seed = seed_;
     o.temperature = cfg_.gen_temp;
     if (!cfg_.dp) o.samples = CalibrationSamples(data_.tokens(), int64_t(input.records.size()));
+    o.stop_when_worse = !cfg_.dp;  // under dp the steps chase noisy targets: all of them, as measured in docs/privacy.md
     const double sigma_m = dp_.plan.marginal_noise_multiplier;
     if (cfg_.dp && !(sigma_m > 0))
       return DS_ERR(kInternal, "calibrate under dp without a marginal release in the plan");
