@@ -183,34 +183,43 @@ TEST(PairTables, CalibrateKeepsTheMeasuredBestState) {
   EXPECT_GT(kept_untrained, 0);  // some seeds measure no step as an improvement
 }
 
+// Calibrates the zero network of TwoColumns (4 iterations, `samples` records a
+// measurement) toward a flat marginal of n: what that network generates, so
+// every step chases noise and some measure no better.
+CalibrateReport CalibrateTowardNoise(uint64_t seed, int samples, bool stop_when_worse) {
+  auto tok = TwoColumns();
+  const NetworkSpec spec = TinySpec(*tok);
+  ColumnMarginal n = MarginalCells(*tok)[1];
+  std::fill(n.p.begin(), n.p.end(), 0.1);
+  CalibrateOptions o;
+  o.samples = samples;
+  o.iterations = 4;
+  o.seed = seed;
+  o.stop_when_worse = stop_when_worse;
+  CalibrateReport rep;
+  PairTables pairs;
+  std::vector<float> params(ParamLayout::For(spec).total, 0.0f);
+  EXPECT_TRUE(Calibrate(*tok, {"x", "n", "y"}, ',', spec, params.data(), {n}, o, &rep, &pairs).ok());
+  return rep;
+}
+
 // stop_when_worse: the run ends at the first full-size measurement no closer
 // than the best before it (fewer measurements, the same kept state as the run
 // without the stop up to there); every measurement before that one was an
 // improvement. 60 records: under the ramp's 250, so every measurement is full.
 TEST(PairTables, CalibrateStopsAtTheFirstMeasurementNoBetter) {
-  auto tok = TwoColumns();
-  const NetworkSpec spec = TinySpec(*tok);
-  ColumnMarginal n = MarginalCells(*tok)[1];
-  std::fill(n.p.begin(), n.p.end(), 0.1);  // what the zero network generates: steps chase noise
+  const int iterations = 4;
   int stopped = 0;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
-    CalibrateOptions o;
-    o.samples = 60;
-    o.iterations = 4;
-    o.seed = seed;
-    CalibrateReport rep, all;
-    PairTables pairs;
-    std::vector<float> params(ParamLayout::For(spec).total, 0.0f), full = params;
-    ASSERT_TRUE(Calibrate(*tok, {"x", "n", "y"}, ',', spec, params.data(), {n}, o, &rep, &pairs).ok());
-    o.stop_when_worse = false;
-    ASSERT_TRUE(Calibrate(*tok, {"x", "n", "y"}, ',', spec, full.data(), {n}, o, &all, &pairs).ok());
-    ASSERT_EQ(all.tvd.size(), size_t(o.iterations + 1));
+    const CalibrateReport rep = CalibrateTowardNoise(seed, 60, true);
+    const CalibrateReport all = CalibrateTowardNoise(seed, 60, false);
+    ASSERT_EQ(all.tvd.size(), size_t(iterations + 1));
     ASSERT_GE(rep.tvd.size(), 1u);
     const size_t last = rep.tvd.size() - 1;
     for (size_t i = 1; i < last; ++i) EXPECT_LT(rep.tvd[i], rep.tvd[i - 1]) << seed;
     // The measurements are those of the full run up to the stop.
     for (size_t i = 0; i <= last; ++i) EXPECT_DOUBLE_EQ(rep.tvd[i], all.tvd[i]) << seed;
-    if (last < size_t(o.iterations)) {
+    if (last < size_t(iterations)) {
       ++stopped;
       EXPECT_GE(rep.tvd[last], rep.tvd_after) << seed;
       EXPECT_EQ(rep.kept_iteration, int(last) - 1) << seed;
@@ -222,23 +231,13 @@ TEST(PairTables, CalibrateStopsAtTheFirstMeasurementNoBetter) {
 // Under the ramp (1000 records: 250, 250, 500, 1000, 1000) a smaller early
 // measurement no better does not stop the run: only the full-size ones can.
 TEST(PairTables, CalibrateDoesNotStopOnTheRampsSmallMeasurements) {
-  auto tok = TwoColumns();
-  const NetworkSpec spec = TinySpec(*tok);
-  ColumnMarginal n = MarginalCells(*tok)[1];
-  std::fill(n.p.begin(), n.p.end(), 0.1);
+  const int iterations = 4, samples = 1000;
   int early_worse = 0;
   for (uint64_t seed = 1; seed <= 8; ++seed) {
-    CalibrateOptions o;
-    o.samples = 1000;
-    o.iterations = 4;
-    o.seed = seed;
-    CalibrateReport rep;
-    PairTables pairs;
-    std::vector<float> params(ParamLayout::For(spec).total, 0.0f);
-    ASSERT_TRUE(Calibrate(*tok, {"x", "n", "y"}, ',', spec, params.data(), {n}, o, &rep, &pairs).ok());
-    ASSERT_GE(rep.tvd.size(), size_t(o.iterations));  // at most the last measurement left out
+    const CalibrateReport rep = CalibrateTowardNoise(seed, samples, true);
+    ASSERT_GE(rep.tvd.size(), size_t(iterations));  // at most the last measurement left out
     for (size_t i = 0; i + 1 < rep.samples.size(); ++i)
-      if (rep.samples[i + 1] < o.samples && rep.tvd[i + 1] >= rep.tvd[0]) ++early_worse;
+      if (rep.samples[i + 1] < samples && rep.tvd[i + 1] >= rep.tvd[0]) ++early_worse;
   }
   EXPECT_GT(early_worse, 0);  // the case the rule is for: a small measurement no better
 }
