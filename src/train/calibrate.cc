@@ -54,8 +54,8 @@ bool FirstTokens(const FieldTokenizer& tok, const std::vector<std::string>& rec,
   return true;
 }
 
-// The cell of `m` a record with first tokens `first` falls in (-1: none).
-int64_t CellOf(const ColumnMarginal& m, const std::vector<int32_t>& first) {
+// The cell of `m` a record with first tokens `first` ([columns]) falls in (-1: none).
+int64_t CellOf(const ColumnMarginal& m, const int32_t* first) {
   const int32_t id = first[size_t(m.column)];
   if (id < m.lo || id >= m.hi) return -1;
   const int64_t col = m.col_of.empty() ? int64_t(id - m.lo) * m.cols / (m.hi - m.lo)
@@ -68,9 +68,9 @@ int64_t CellOf(const ColumnMarginal& m, const std::vector<int32_t>& first) {
   return row * m.cols + col;
 }
 
-// Adds one record, of first tokens `first` (FirstTokens), to the counts of
-// every cell it falls in: CountMarginals' and MeasureModel's one count.
-void AddRecord(const std::vector<int32_t>& first, std::vector<ColumnMarginal>* cells) {
+// Adds one record, of first tokens `first` ([columns], FirstTokens), to the
+// counts of every cell it falls in: CountMarginals' and MeasureModel's one count.
+void AddRecord(const int32_t* first, std::vector<ColumnMarginal>* cells) {
   for (ColumnMarginal& m : *cells) {
     const int64_t cell = CellOf(m, first);
     if (cell >= 0) m.p[size_t(cell)] += 1;
@@ -243,7 +243,7 @@ Status MeasureModel(const FieldTokenizer& tok, const std::vector<std::string>& h
   for (ColumnMarginal& m : *got) std::fill(m.p.begin(), m.p.end(), 0.0);
   int64_t valid = 0, invalid = 0, skipped = 0;
   uint64_t next = 0;
-  std::vector<int32_t> first, rec(columns);
+  std::vector<int32_t> first;  // [records of the range, columns]: SampleRange's first tokens
   std::vector<char> encoded;
   while (valid < o.samples) {
     if (invalid > MaxInvalid(o))
@@ -268,8 +268,7 @@ Status MeasureModel(const FieldTokenizer& tok, const std::vector<std::string>& h
         ++skipped;
         continue;
       }
-      std::copy_n(first.begin() + k * int64_t(columns), columns, rec.begin());
-      AddRecord(rec, got);
+      AddRecord(first.data() + k * int64_t(columns), got);
     }
     for (int q = 0; q < ranks; ++q) {
       valid += per[size_t(2 * q)];
@@ -460,7 +459,7 @@ void CountMarginals(const FieldTokenizer& tok, const std::vector<std::vector<std
       if (skipped) ++*skipped;
       continue;
     }
-    AddRecord(first, cells);
+    AddRecord(first.data(), cells);
   }
 }
 
