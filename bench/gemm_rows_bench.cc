@@ -11,9 +11,14 @@
 //   gemm_rows_bench [--n-k N K]...    (default: the field network's shapes)
 //
 // Prints, per shape and block size, "same" or "DIFFER" with how many M
-// differed; exit status 0 (a report, not a test: the answer depends on the
+// differed, then the CPU time of one call at M = 8, 16 and 32 rows (the
+// median of 5 rounds of 400 calls; pin it: taskset -c N): what a shard step of
+// 8 rows pays per GEMM call against a step of 32. Exit status 0 (a report, not a test: the answer depends on the
 // CPU and oneDNN's kernel choice, e.g. 8-row blocks differed on the AMD EPYC
 // of session 10 for K = 512).
+#include <time.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -75,6 +80,32 @@ int main(int argc, char** argv) {
         if (std::memcmp(c0.data(), c1.data(), c0.size() * sizeof(float)) != 0) ++bad;
       }
       std::printf("  %2d: %s", blk, bad ? ("DIFFER " + std::to_string(bad) + "/" + std::to_string(tried)).c_str() : "same");
+    }
+    std::printf("\n");
+  }
+  auto cpu = [] {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+  };
+  std::printf("\n%-30s %s\n", "GEMM", "CPU us per call at M = 8, 16, 32 rows (and per row)");
+  for (const Shape& s : shapes) {
+    std::printf("%-30s", s.what.c_str());
+    for (int m : {8, 16, 32}) {
+      std::vector<float> a(size_t(m) * s.k), b(size_t(s.k) * s.n), c(size_t(m) * s.n);
+      fill(a);
+      fill(b);
+      fill(c);
+      std::vector<double> rounds;
+      for (int r = 0; r < 5; ++r) {
+        const double t0 = cpu();
+        for (int i = 0; i < 400; ++i)
+          ds::cpu::SgemmSerial(false, false, m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n,
+                               0.0f, c.data(), s.n);
+        rounds.push_back((cpu() - t0) / 400 * 1e6);
+      }
+      std::sort(rounds.begin(), rounds.end());
+      std::printf("  %2d: %6.2f (%5.3f)", m, rounds[2], rounds[2] / m);
     }
     std::printf("\n");
   }
