@@ -40,7 +40,7 @@ struct Shape {
 
 int main(int argc, char** argv) {
   std::vector<Shape> shapes;
-  for (int i = 1; i + 2 < argc + 0 && std::string(argv[i]) == "--n-k"; i += 3)
+  for (int i = 1; i + 2 < argc && std::string(argv[i]) == "--n-k"; i += 3)
     shapes.push_back({"N " + std::string(argv[i + 1]) + ", K " + argv[i + 2],
                       std::atoi(argv[i + 1]), std::atoi(argv[i + 2]), 0.0f});
   if (shapes.empty())
