@@ -20,11 +20,27 @@ rates() {  # the learning rate of each epoch (checkpoint.json's history)
 print(' '.join('%.6g' % e['learning_rate'] for e in h))" "$1"
 }
 
-# 1. Defaults: field -> adam 0.003 plateau; a given optimizer keeps its rate; char -> reference.
+# 1. Defaults: field -> adam plateau at 0.003 x sqrt(144 / steps an epoch), within
+#    [0.003, 0.006] (lr_schedule.h FieldLearningRate): this cut has 9 steps an
+#    epoch, so 0.006; a given rate is kept; a given optimizer keeps its rate;
+#    char -> reference.
 "$DS" train "${ARGS[@]}" --epochs 2 -m "$TMP/f" >"$TMP/f.log" 2>&1 || fail "train: $(tail -3 "$TMP/f.log")"
+grep -q "9 steps per epoch" "$TMP/f.log" && pass "the fixture has 9 steps an epoch" ||
+  fail "steps: $(grep 'steps per epoch' "$TMP/f.log")"
 [ "$(param "$TMP/f" optimizer) $(param "$TMP/f" learning_rate) $(param "$TMP/f" lr_schedule)" = \
-  "adam 0.003 plateau" ] && pass "field defaults: adam 0.003, plateau, in model_params.json" ||
+  "adam 0.006 plateau" ] && pass "field defaults: adam 0.006 for 9 steps an epoch, plateau, in model_params.json" ||
   fail "field defaults: $(param "$TMP/f" optimizer) $(param "$TMP/f" learning_rate) $(param "$TMP/f" lr_schedule)"
+grep -q "field tokenizer: learning_rate 0.006 for 9 steps an epoch" "$TMP/f.log" &&
+  pass "train names the rate it chose from the steps an epoch" || fail "no rate line: $(grep learning_rate "$TMP/f.log")"
+"$DS" train "${ARGS[@]}" --epochs 1 --learning-rate 0.003 -m "$TMP/f3" >"$TMP/f3.log" 2>&1 || fail "train lr 0.003"
+[ "$(param "$TMP/f3" optimizer) $(param "$TMP/f3" learning_rate)" = "adam 0.003" ] &&
+  ! grep -q "steps an epoch" "$TMP/f3.log" && pass "a given --learning-rate is kept" ||
+  fail "--learning-rate 0.003: $(param "$TMP/f3" learning_rate)"
+"$DS" train --input "$TMP/t.csv" --field-delimiter , --batch-size 1 --rnn-units 16 --embedding-dim 8 \
+  --seed 3 --threads 1 --epochs 1 -m "$TMP/f1" >"$TMP/f1.log" 2>&1 || fail "train batch 1"
+grep -q "159 steps per epoch" "$TMP/f1.log" && [ "$(param "$TMP/f1" learning_rate)" = "0.003" ] &&
+  pass "159 steps an epoch (batch 1), more than 144: the base rate 0.003" ||
+  fail "batch 1: $(param "$TMP/f1" learning_rate), $(grep 'steps per epoch' "$TMP/f1.log")"
 [ "$(param "$TMP/f" lr_plateau_restore)" = True ] && pass "field default: lr_plateau_restore in model_params.json" ||
   fail "field lr_plateau_restore: $(param "$TMP/f" lr_plateau_restore)"
 grep -q "optimizer adam, learning_rate 0.003, lr_schedule plateau, lr_plateau_restore true" "$TMP/f.log" &&
@@ -38,10 +54,10 @@ $(param "$TMP/c" lr_plateau_restore)" = "rmsprop 0.01 constant False" ] && pass 
   fail "char: $(param "$TMP/c" optimizer) $(param "$TMP/c" lr_schedule)"
 
 # 2. Closed form: no epoch after the first improves by 1000, patience 0: every
-#    later epoch halves the rate, down to 0.1 x 0.003.
+#    later epoch halves the rate, down to 0.1 x 0.006.
 P=(--epochs 7 --early-stopping false --early-stopping-min-delta 1000 --lr-plateau-patience 0)
 "$DS" train "${ARGS[@]}" "${P[@]}" -m "$TMP/p" >"$TMP/p.log" 2>&1 || fail "train plateau: $(tail -3 "$TMP/p.log")"
-want="0.003 0.003 0.0015 0.00075 0.000375 0.0003 0.0003"
+want="0.006 0.006 0.003 0.0015 0.00075 0.0006 0.0006"
 [ "$(rates "$TMP/p")" = "$want" ] && pass "plateau rates $want" || fail "plateau rates: $(rates "$TMP/p")"
 [ "$(grep -c 'did not improve for 1 epochs; learning rate' "$TMP/p.log")" = 4 ] &&
   pass "each reduction is reported" || fail "reduction lines: $(grep -c 'learning rate' "$TMP/p.log")"

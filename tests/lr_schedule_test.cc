@@ -58,3 +58,29 @@ TEST(LrSchedule, RestoreContinuesTheSameSchedule) {
 
 }  // namespace
 }  // namespace ds
+
+namespace ds {
+namespace {
+
+// FieldLearningRate: base x sqrt(144 / steps an epoch), within [base, 0.006].
+TEST(FieldLearningRate, FewStepsAnEpochGetALargerRateUpToTheCap) {
+  EXPECT_DOUBLE_EQ(FieldLearningRate(0.003, 144), 0.003);   // the reference: unchanged
+  EXPECT_DOUBLE_EQ(FieldLearningRate(0.003, 1000), 0.003);  // many steps: never below base
+  EXPECT_DOUBLE_EQ(FieldLearningRate(0.003, 64), 0.0045);   // sqrt(144 / 64) = 1.5
+  EXPECT_DOUBLE_EQ(FieldLearningRate(0.003, 36), 0.006);    // sqrt(4) = 2: the cap
+  EXPECT_DOUBLE_EQ(FieldLearningRate(0.003, 15), 0.006);    // breast_cancer's 15
+  EXPECT_DOUBLE_EQ(FieldLearningRate(0.003, 1), 0.006);
+  EXPECT_DOUBLE_EQ(FieldLearningRate(0.003, 0), 0.006);     // no step: as one
+  // Monotone: fewer steps never give a smaller rate.
+  double last = 0;
+  for (int64_t s = 400; s >= 1; --s) {
+    const double lr = FieldLearningRate(0.003, s);
+    EXPECT_GE(lr, last) << s;
+    last = lr;
+  }
+  // A base above the cap is kept as it is.
+  EXPECT_DOUBLE_EQ(FieldLearningRate(0.02, 10), 0.02);
+}
+
+}  // namespace
+}  // namespace ds

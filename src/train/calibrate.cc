@@ -238,8 +238,9 @@ std::string CalibrateReport::Describe() const {
                 : "";
   return fmt::format(
       "calibrate: mean total variation distance of the {} marginals ({} of them 2-way) to the "
-      "targets {:.4f} -> {:.4f} (iteration {} kept; measured {} with {} records{}; {:.1f}s, cpu {:.1f}s){}{}",
-      cells, pairs, tvd_before, tvd_after, kept_iteration, fmt::join(each, ", "),
+      "targets {:.4f} -> {:.4f} (iteration {} kept{}; measured {} with {} records{}; {:.1f}s, cpu {:.1f}s){}{}",
+      cells, pairs, tvd_before, tvd_after, kept_iteration,
+      measured_last ? "" : ", its step unmeasured after a steady fall", fmt::join(each, ", "),
       fmt::join(samples, ", "), spread, seconds, cpu_seconds,
       links.empty() ? "" : "; pairs: ", fmt::join(links, ", "));
 }
@@ -308,6 +309,15 @@ Fit TablesFor(const FieldTokenizer& tok, const std::vector<std::string>& header,
 
 }  // namespace
 
+namespace {
+// Every measured distance at most kSteadyFall of the one before it.
+bool SteadyFall(const std::vector<double>& tvd) {
+  for (size_t i = 1; i < tvd.size(); ++i)
+    if (!(tvd[i] <= CalibrateOptions::kSteadyFall * tvd[i - 1])) return false;
+  return tvd.size() >= 2;
+}
+}  // namespace
+
 int64_t MeasureSize(const CalibrateOptions& o, int it) {
   if (!o.ramp || it >= o.iterations - 1) return o.samples;
   const int64_t s = it == o.iterations - 2 ? o.samples / 2 : o.samples / 4;
@@ -337,6 +347,14 @@ Status Calibrate(const FieldTokenizer& tok, const std::vector<std::string>& head
   PairTables best_tables = tables;
   double best = std::numeric_limits<double>::infinity();
   for (int it = 0; it <= o.iterations; ++it) {
+    if (it == o.iterations && it >= 2 && o.skip_steady_last && SteadyFall(report->tvd)) {
+      // The last step kept unmeasured (CalibrateOptions::skip_steady_last).
+      report->measured_last = false;
+      report->kept_iteration = it;
+      best_bias.assign(bias, bias + nb);
+      best_tables = tables;
+      break;
+    }
     CalibrateOptions oi = o;
     oi.samples = MeasureSize(o, it);
     std::vector<ColumnMarginal> got = targets;

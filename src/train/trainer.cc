@@ -332,6 +332,14 @@ class TrainRun {
 
     DS_RETURN_IF_ERROR(BuildNetwork(input, *tok));
     setup_time.Stop();
+    // The field default's rate from the steps an epoch (lr_schedule.h
+    // FieldLearningRate); recorded in model_params.json, kept on --resume.
+    if (field_lr_by_steps_) {
+      cfg_.learning_rate = FieldLearningRate(kFieldLearningRate, StepsPerEpoch());
+      if (cfg_.learning_rate != kFieldLearningRate)
+        obs_.OnInfo(fmt::format("field tokenizer: learning_rate {:.4g} for {} steps an epoch",
+                                cfg_.learning_rate, StepsPerEpoch()));
+    }
     ChooseMetric();
     lr_ = LrSchedule(cfg_.lr_schedule == "plateau", cfg_.learning_rate, cfg_.lr_plateau_factor,
                      cfg_.lr_plateau_patience, cfg_.lr_min_ratio);
@@ -731,6 +739,7 @@ class TrainRun {
     if (!cfg_.IsExplicit("optimizer") && !cfg_.dp) {
       choose("optimizer", &cfg_.optimizer, std::string("adam"));
       choose("learning_rate", &cfg_.learning_rate, kFieldLearningRate);
+      field_lr_by_steps_ = !cfg_.IsExplicit("learning_rate");
     }
     if (!cfg_.dp) choose("lr_schedule", &cfg_.lr_schedule, std::string("plateau"));
     // A reduction after overfitting goes back to the best weights (docs/quality.md
@@ -1192,6 +1201,7 @@ class TrainRun {
     o.seed = seed_;
     o.temperature = cfg_.gen_temp;
     if (!cfg_.dp) o.samples = CalibrationSamples(data_.tokens(), int64_t(input.records.size()));
+    o.skip_steady_last = !cfg_.dp;  // the last step unmeasured after a steady fall (calibrate.h)
     o.stop_when_worse = !cfg_.dp;  // under dp the steps chase noisy targets: all of them, as measured in docs/privacy.md
     const double sigma_m = dp_.plan.marginal_noise_multiplier;
     if (cfg_.dp && !(sigma_m > 0))
@@ -1313,6 +1323,7 @@ class TrainRun {
   int64_t steps_seen_ = 0, steps_timed_ = 0;
   std::string stop_reason_ = "epochs";
   std::string weights_file_, checkpoint_file_;
+  bool field_lr_by_steps_ = false;  // learning_rate from the steps an epoch (ApplyFieldDefaults)
   std::string marginal_split_;  // dp calibration: how the marginals' release was spent (MeasureReport)
   uint32_t weights_crc_ = 0;
   TrainSummary summary_;
