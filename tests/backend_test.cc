@@ -463,6 +463,40 @@ TEST_P(BackendTest, RnnForward) {
   EXPECT_DOUBLE_EQ(got.count, want.count);
 }
 
+// Checks `per_tensor` entries of every tensor's gradient `g` (taken at `p` on
+// `batch`) against central differences (eps 1e-2) of the eval-mode loss / count;
+// the entries are drawn from Philox(seed), an embedding entry in the row of the
+// batch's k-th input at column embedding_col(k, rng). Returns the entries checked.
+template <typename Col>
+int CheckAgainstDifferences(TrainBackend* be, const NetworkSpec& spec, const Batch& batch,
+                            const std::vector<float>& p, const std::vector<float>& g,
+                            uint64_t seed, int per_tensor, Col embedding_col) {
+  auto loss = [&](const std::vector<float>& q) {
+    be->SetParams(q.data());
+    StepStats s = be->Step(batch, /*train=*/false, 1);
+    return s.loss_sum / s.count;
+  };
+  Philox rng(seed, 0);
+  int checked = 0;
+  for (const auto& t : be->layout().tensors) {
+    for (int k = 0; k < per_tensor; ++k) {
+      size_t i = t.offset + rng.Below(t.size());
+      if (t.name == "embedding")
+        i = t.offset + size_t(batch.inputs[size_t(k)]) * spec.embedding_dim + embedding_col(k, rng);
+      const float eps = 1e-2f;
+      std::vector<float> q = p;
+      q[i] = p[i] + eps;
+      const double up = loss(q);
+      q[i] = p[i] - eps;
+      const double down = loss(q);
+      const double fd = (up - down) / (2.0 * eps);
+      EXPECT_NEAR(g[i], fd, 1e-3 + 1e-2 * std::fabs(fd)) << t.name << " at " << i - t.offset;
+      ++checked;
+    }
+  }
+  return checked;
+}
+
 // Recurrent (and embedding, dense) backward: gradients against central finite
 // differences of the eval-mode loss / count, on a few entries of every tensor.
 TEST_P(BackendTest, RnnBackward) {
@@ -475,29 +509,8 @@ TEST_P(BackendTest, RnnBackward) {
   StepStats st = be->Step(batch, /*train=*/true, 1);
   std::vector<float> g(be->layout().total);
   be->GetGrads(g.data());
-  auto loss = [&](const std::vector<float>& q) {
-    be->SetParams(q.data());
-    StepStats s = be->Step(batch, /*train=*/false, 1);
-    return s.loss_sum / s.count;
-  };
-  Philox rng(10, 0);
-  int checked = 0;
-  for (const auto& t : be->layout().tensors) {
-    for (int k = 0; k < 4; ++k) {
-      size_t i = t.offset + rng.Below(t.size());
-      if (t.name == "embedding")
-        i = t.offset + size_t(batch.inputs[k]) * spec.embedding_dim + k % 4;
-      const float eps = 1e-2f;
-      std::vector<float> q = p;
-      q[i] = p[i] + eps;
-      double up = loss(q);
-      q[i] = p[i] - eps;
-      double down = loss(q);
-      double fd = (up - down) / (2.0 * eps);
-      EXPECT_NEAR(g[i], fd, 1e-3 + 1e-2 * std::fabs(fd)) << t.name << " at " << i - t.offset;
-      ++checked;
-    }
-  }
+  const int checked = CheckAgainstDifferences(be.get(), spec, batch, p, g, 10, 4,
+                                              [](int k, Philox&) { return size_t(k % 4); });
   EXPECT_GE(checked, 36);
   EXPECT_GT(st.count, 0);
   // Rows of tokens absent from the batch get no gradient.
@@ -532,29 +545,8 @@ TEST_P(BackendTest, BackwardAfterAnUpdateWithFullTiles) {
   StepStats st = be->Step(batch, /*train=*/true, 1);
   std::vector<float> g(be->layout().total);
   be->GetGrads(g.data());
-  auto loss = [&](const std::vector<float>& q) {
-    be->SetParams(q.data());
-    StepStats s = be->Step(batch, /*train=*/false, 1);
-    return s.loss_sum / s.count;
-  };
-  Philox rng(34, 0);
-  int checked = 0;
-  for (const auto& t : be->layout().tensors) {
-    for (int k = 0; k < 6; ++k) {
-      size_t i = t.offset + rng.Below(t.size());
-      if (t.name == "embedding")
-        i = t.offset + size_t(batch.inputs[k]) * spec.embedding_dim + rng.Below(16);
-      const float eps = 1e-2f;
-      std::vector<float> q = p;
-      q[i] = p[i] + eps;
-      const double up = loss(q);
-      q[i] = p[i] - eps;
-      const double down = loss(q);
-      const double fd = (up - down) / (2.0 * eps);
-      EXPECT_NEAR(g[i], fd, 1e-3 + 1e-2 * std::fabs(fd)) << t.name << " at " << i - t.offset;
-      ++checked;
-    }
-  }
+  const int checked = CheckAgainstDifferences(be.get(), spec, batch, p, g, 34, 6,
+                                              [](int, Philox& rng) { return size_t(rng.Below(16)); });
   EXPECT_GE(checked, 6 * 8);
   EXPECT_GT(st.count, 0);
 }
