@@ -2,7 +2,8 @@
 #   source "$(dirname "$0")/lib.sh"
 # Each case reports one line ("ok: NAME", "FAIL: NAME", "skip: NAME"); `finish`
 # prints the closing "N passed, N failed[, N skipped]" line and exits non-zero
-# when a case failed or when no case ran at all.
+# when a case failed or when no case ran at all (77, which ctest counts as
+# skipped, when every case skipped).
 # A test is called as `bash tests/x_test.sh DATASYNTH_BINARY SOURCE_ROOT` (ctest does):
 # sourcing this sets DS and ROOT from those and a scratch TMP removed on exit.
 DS=$1
@@ -23,11 +24,16 @@ check() {
   if [ $rc -eq 0 ]; then pass "$name"; else fail "$name: exit $rc from $*"; fi
 }
 
-# finish: the closing line and the exit status of the whole file.
+# finish: the closing line and the exit status of the whole file: 0 when
+# nothing failed and something passed, 77 (ctest's SKIP_RETURN_CODE: "Skipped"
+# in its summary, not "Passed") when nothing failed and every check skipped,
+# 1 otherwise.
 finish() {
   local line="$passes passed, $fails failed"
   [ "$skips" -gt 0 ] && line+=", $skips skipped"
   echo "$line"
-  [ "$fails" -eq 0 ] && [ $((passes + skips)) -gt 0 ]
-  exit
+  [ "$fails" -eq 0 ] || exit 1
+  [ "$passes" -gt 0 ] && exit 0
+  [ "$skips" -gt 0 ] && exit 77
+  exit 1
 }
