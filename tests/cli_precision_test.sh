@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # --precision through the CLI (docs/precision.md): the precision a run used is
 # named in the train summary and recorded in model_params.json; a CPU without
-# bf16 (forced with DATASYNTH_CPU_BF16=0) falls back to fp32 with one line; a
+# bf16 (forced with DATASYNTH_CPU_BF16=0) falls back to fp32 with one line; the
+# training default (auto) is bf16 on a CPU with it; a
 # short bf16 run ends within 1% of fp32's val_loss on the same seed; bf16
 # generation is byte-identical for any worker count;
 # a model without the field loads as fp32.
@@ -35,6 +36,14 @@ if ! grep -qw avx512_bf16 /proc/cpuinfo && ! grep -qw amx_bf16 /proc/cpuinfo; th
   finish
 fi
 
+# --- the training default is auto: bf16 on this CPU ---
+if "$DS" train --input "$TMP/t.csv" --model-dir "$TMP/def" "${SMALL[@]:2}" --epochs 1 2>"$TMP/log"; then
+  [ "$(recorded "$TMP/def")" = bf16 ] && pass "default precision: bf16 on a CPU with it" ||
+    fail "default precision records $(recorded "$TMP/def")"
+else
+  fail "train with the default precision: $(cat "$TMP/log")"
+fi
+
 # --- fp32 and bf16 on the same seed ---
 for p in fp32 bf16; do
   if "$DS" train --input "$TMP/t.csv" --model-dir "$TMP/$p" --precision $p "${SMALL[@]}" 2>"$TMP/$p.log"; then
@@ -50,9 +59,17 @@ python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(
 
 # --- generation: byte-identical across worker counts in bf16 ---
 gen() { "$DS" generate -m "$TMP/bf16" -n 300 -o "$TMP/$1.csv" -p "$2" --seed 9 --precision "$3" --overwrite 2>"$TMP/gen.log" || fail "generate $*: $(cat "$TMP/gen.log")"; }
-gen b1 1 bf16; gen b2 2 bf16; gen b3 3 auto; gen f1 1 fp32
+gen b1 1 bf16; gen b2 2 bf16; gen b3 3 bf16; gen f1 1 fp32; gen a1 2 auto
 cmp -s "$TMP/b1.csv" "$TMP/b2.csv" && cmp -s "$TMP/b1.csv" "$TMP/b3.csv" &&
-  pass "bf16 output identical for 1, 2, 3 workers (auto = the model's bf16)" || fail "bf16 output differs by worker count"
+  pass "bf16 output identical for 1, 2, 3 workers" || fail "bf16 output differs by worker count"
+# generate's auto: the model's bf16 where bf16 inference pays (not on an Intel
+# CPU with AVX512_BF16 but no AMX: fp32 there, with one line).
+if grep -qw GenuineIntel /proc/cpuinfo && ! grep -qw amx_bf16 /proc/cpuinfo; then
+  cmp -s "$TMP/a1.csv" "$TMP/f1.csv" && grep -q "slower than fp32" "$TMP/gen.log" &&
+    pass "auto on this Intel CPU without AMX: fp32, with a line" || fail "auto on Intel without AMX"
+else
+  cmp -s "$TMP/a1.csv" "$TMP/b1.csv" && pass "auto = the model's bf16" || fail "auto is not the model's bf16"
+fi
 DATASYNTH_CPU_BF16=0 "$DS" generate -m "$TMP/bf16" -n 50 -o "$TMP/nb.csv" -p 1 --seed 9 --overwrite 2>"$TMP/gen.log" &&
   grep -q "running fp32" "$TMP/gen.log" && pass "generate without bf16: fp32 with a line" || fail "generate without bf16: $(cat "$TMP/gen.log")"
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -68,6 +69,76 @@ TEST(Precision, CpuWithBf16RunsBf16) {
   amx.amx_bf16 = true;
   InjectFeatures with_amx(amx);
   EXPECT_EQ(ResolveCpuPrecision(PrecisionRequest::kBf16, &info), Precision::kBf16);
+}
+
+// generate's auto: the model's precision where bf16 inference pays on this CPU
+// (AMD with AVX512_BF16, any CPU with AMX), fp32 on an Intel CPU with
+// AVX512_BF16 but no AMX (measured slower there) and on CUDA.
+TEST(Precision, GenerateAutoKeepsBf16OnlyWhereItPays) {
+  std::string info = "stale";
+  CpuFeatures amd;
+  amd.avx512_bf16 = true;
+  {
+    InjectFeatures with(amd);
+    EXPECT_EQ(ResolveInferPrecision("auto", "bf16", DeviceKind::kCpu, &info).value(),
+              Precision::kBf16);
+    EXPECT_TRUE(info.empty());
+    EXPECT_EQ(ResolveInferPrecision("auto", "fp32", DeviceKind::kCpu, &info).value(),
+              Precision::kFp32);
+    EXPECT_TRUE(info.empty()) << "an fp32 model on auto says nothing";
+  }
+  CpuFeatures xeon = amd;
+  xeon.intel = true;
+  {
+    InjectFeatures with(xeon);
+    EXPECT_EQ(ResolveInferPrecision("auto", "bf16", DeviceKind::kCpu, &info).value(),
+              Precision::kFp32);
+    EXPECT_NE(info.find("slower than fp32"), std::string::npos) << info;
+    EXPECT_EQ(info.find('\n'), std::string::npos) << "one line";
+    EXPECT_EQ(ResolveInferPrecision("bf16", "fp32", DeviceKind::kCpu, &info).value(),
+              Precision::kBf16) << "an explicit bf16 is kept";
+    // Training's auto still trains bf16 there (the measured slowdown is generation's).
+    EXPECT_EQ(ResolvePrecision("auto", DeviceKind::kCpu, &info).value(), Precision::kBf16);
+  }
+  CpuFeatures spr = xeon;
+  spr.amx_bf16 = true;
+  {
+    InjectFeatures with(spr);
+    EXPECT_EQ(ResolveInferPrecision("auto", "bf16", DeviceKind::kCpu, &info).value(),
+              Precision::kBf16);
+  }
+  {
+    InjectFeatures none(CpuFeatures{});
+    EXPECT_EQ(ResolveInferPrecision("auto", "bf16", DeviceKind::kCpu, &info).value(),
+              Precision::kFp32);
+    EXPECT_NE(info.find("running fp32"), std::string::npos) << info;
+  }
+  EXPECT_FALSE(ResolveInferPrecision("auto", "half", DeviceKind::kCpu, &info).ok())
+      << "a model's recorded precision is checked";
+  // CUDA: auto is fp32 for training and generation; bf16 only when asked.
+  EXPECT_EQ(ResolvePrecision("auto", DeviceKind::kCuda, &info).value(), Precision::kFp32);
+  EXPECT_EQ(ResolvePrecision("bf16", DeviceKind::kCuda, &info).value(), Precision::kBf16);
+  EXPECT_EQ(ResolveInferPrecision("auto", "bf16", DeviceKind::kCuda, &info).value(),
+            Precision::kFp32);
+  EXPECT_EQ(ResolveInferPrecision("bf16", "fp32", DeviceKind::kCuda, &info).value(),
+            Precision::kBf16);
+}
+
+TEST(Precision, DetectsVendor) {
+  // This machine's CPUID vendor string agrees with /proc/cpuinfo.
+  FILE* f = std::fopen("/proc/cpuinfo", "r");
+  if (f == nullptr) GTEST_SKIP() << "no /proc/cpuinfo";
+  char line[512];
+  bool intel = false, found = false;
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, "vendor_id", 9) == 0) {
+      intel = std::strstr(line, "GenuineIntel") != nullptr;
+      found = true;
+      break;
+    }
+  std::fclose(f);
+  if (!found) GTEST_SKIP() << "no vendor_id in /proc/cpuinfo";
+  EXPECT_EQ(DetectCpuFeatures().intel, intel);
 }
 
 TEST(Bf16, RoundsToNearestEven) {

@@ -204,8 +204,9 @@ void AddGenerateCommand(CLI::App& app) {
                   "GPU is present) [default: auto]")
       ->group("Device");
   cmd->add_option("--precision", a.precision,
-                  "fp32 | bf16 | auto: GEMM precision (auto: the model's training precision; "
-                  "bf16 runs fp32 on a CPU without AVX512_BF16 or AMX) [default: auto]")
+                  "fp32 | bf16 | auto: GEMM precision (auto: the model's training precision "
+                  "where bf16 pays on this CPU, else fp32; fp32 on CUDA; bf16 runs fp32 on a "
+                  "CPU without AVX512_BF16 or AMX) [default: auto]")
       ->check(CLI::IsMember({"fp32", "bf16", "auto"}))
       ->group("Device");
   cmd->add_option("--gpu-memory", a.gpu_memory,

@@ -33,6 +33,8 @@ CpuFeatures DetectCpuFeatures() {
   f.amx_bf16 = (d >> 22) & 1;
   __cpuid_count(7, 1, a, b, c, d);
   f.avx512_bf16 = avx512f && ((a >> 5) & 1);
+  __cpuid(0, a, b, c, d);
+  f.intel = b == 0x756e6547 && d == 0x49656e69 && c == 0x6c65746e;  // "GenuineIntel"
   return f;
 }
 
@@ -66,6 +68,19 @@ Precision ResolveCpuPrecision(PrecisionRequest req, std::string* info) {
   if (info)
     *info = fmt::format("precision {}: this CPU has neither AVX512_BF16 nor AMX; running fp32",
                         req == PrecisionRequest::kAuto ? "auto" : "bf16");
+  return Precision::kFp32;
+}
+
+Precision ResolveCpuInferPrecision(PrecisionRequest req, Precision model, std::string* info) {
+  if (req != PrecisionRequest::kAuto) return ResolveCpuPrecision(req, info);
+  if (info) info->clear();
+  if (model == Precision::kFp32) return Precision::kFp32;
+  const CpuFeatures f = CurrentCpuFeatures();
+  if (f.bf16_infer_pays()) return Precision::kBf16;
+  if (info)
+    *info = f.bf16() ? "precision auto: bf16 generation is slower than fp32 on this CPU (AVX512_BF16 "
+                       "without AMX); running fp32 (--precision bf16 forces bf16)"
+                     : "precision auto: this CPU has neither AVX512_BF16 nor AMX; running fp32";
   return Precision::kFp32;
 }
 

@@ -92,7 +92,16 @@ Result<Precision> ResolvePrecision(std::string_view request, DeviceKind device, 
   if (info) info->clear();
   DS_ASSIGN_OR_RETURN(PrecisionRequest req, ParsePrecisionRequest(request));
   if (device == DeviceKind::kCpu) return ResolveCpuPrecision(req, info);
-  return req == PrecisionRequest::kFp32 ? Precision::kFp32 : Precision::kBf16;
+  return req == PrecisionRequest::kBf16 ? Precision::kBf16 : Precision::kFp32;
+}
+
+Result<Precision> ResolveInferPrecision(std::string_view request, std::string_view model,
+                                        DeviceKind device, std::string* info) {
+  if (info) info->clear();
+  DS_ASSIGN_OR_RETURN(PrecisionRequest req, ParsePrecisionRequest(request));
+  DS_ASSIGN_OR_RETURN(Precision trained, ParsePrecision(model));
+  if (device == DeviceKind::kCpu) return ResolveCpuInferPrecision(req, trained, info);
+  return req == PrecisionRequest::kBf16 ? Precision::kBf16 : Precision::kFp32;
 }
 
 }  // namespace ds

@@ -75,8 +75,13 @@ Result<std::unique_ptr<InferBackend>> MakeInferBackend(DeviceKind device, const 
 // The precision `request` (config key `precision`: "auto", "fp32", "bf16")
 // runs at on `device` (backend/precision.h): on the CPU per
 // ResolveCpuPrecision (*info: one line when bf16 is not available and fp32
-// runs instead), on CUDA as requested with auto = bf16 (the backend checks
-// the GPU). kInvalidArgument for another value.
+// runs instead), on CUDA as requested with auto = fp32 (the cuBLAS bf16 path
+// is opt-in until it has run on a GPU). kInvalidArgument for another value.
 Result<Precision> ResolvePrecision(std::string_view request, DeviceKind device, std::string* info);
+// generate's precision: `request` as above, except that "auto" starts from
+// the model's recorded precision `model` ("fp32" / "bf16") and, on the CPU,
+// keeps bf16 only where it pays (ResolveCpuInferPrecision).
+Result<Precision> ResolveInferPrecision(std::string_view request, std::string_view model,
+                                        DeviceKind device, std::string* info);
 
 }  // namespace ds

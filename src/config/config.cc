@@ -127,8 +127,8 @@ void AddTrainingKeys(KeyTable& add) {
   Ints(DS_KEY(num_layers, T::kInt, G::kTraining, "LSTM layers"), 1, 16);
   Choices(DS_KEY(architecture, T::kString, G::kTraining, "recurrent cell"), {"lstm", "gru"});
   Choices(DS_KEY(precision, T::kString, G::kTraining,
-                 "GEMM precision (bf16: bf16 operands, fp32 accumulation and weights; auto: bf16 "
-                 "where the CPU has AVX512_BF16 or AMX / on CUDA)"),
+                 "GEMM precision (bf16: bf16 operands, fp32 accumulation and weights; auto, the "
+                 "default: bf16 where the CPU has AVX512_BF16 or AMX, else fp32; fp32 on CUDA)"),
           {"fp32", "bf16", "auto"});
   Choices(DS_KEY(optimizer, T::kString, G::kTraining, "optimizer"), {"rmsprop", "adam"});
   Choices(DS_KEY(lr_schedule, T::kString, G::kTraining,

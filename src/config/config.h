@@ -42,7 +42,7 @@ struct Config {
   // datasynth additions
   int num_layers = 2;                     // LSTM layers
   std::string architecture = "lstm";      // lstm | gru (model/network.h)
-  std::string precision = "fp32";         // fp32 | bf16 | auto (backend/precision.h)
+  std::string precision = "auto";         // fp32 | bf16 | auto (backend/precision.h)
   std::string optimizer = "rmsprop";      // rmsprop | adam
   std::string lr_schedule = "constant";   // constant | plateau (train/lr_schedule.h)
   int lr_plateau_patience = 2;            // epochs without improvement before a reduction

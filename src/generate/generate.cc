@@ -151,8 +151,8 @@ Status GenerateFromModelDir(const GenerateCommand& cmd, const GenerateEvents& ev
                                          &device_warning));
   if (!device_warning.empty() && events.warning) events.warning(device_warning);
   DS_ASSIGN_OR_RETURN(device.precision,
-                      ResolvePrecision(cmd.precision == "auto" ? model->meta.precision : cmd.precision,
-                                       device.kind, &device_warning));
+                      ResolveInferPrecision(cmd.precision, model->meta.precision, device.kind,
+                                            &device_warning));
   if (!device_warning.empty() && events.warning) events.warning(device_warning);
   DS_ASSIGN_OR_RETURN(GenerationModel gm,
                       MakeGenerationModel(*model, cmd.checks, cmd.constrain, device));

@@ -95,7 +95,8 @@ struct GenerateCommand {
   std::string gpu_memory = "grow";    // grow | preallocate
   std::string gpu_memory_limit;       // per worker process; "" = equal share of free memory
   // fp32 | bf16 | auto (auto: the precision the model was trained at, fp32 for
-  // models without one; bf16 falls back to fp32 on a CPU without it).
+  // models without one, where bf16 pays on this CPU, else fp32: backend/registry.h
+  // ResolveInferPrecision; bf16 falls back to fp32 on a CPU without it).
   std::string precision = "auto";
   // The model's copy guard (generate/copy_guard.h); false = --no-copy-guard.
   bool copy_guard = true;
