@@ -10,6 +10,8 @@
 # Methods:
 #   field    `datasynth train` with the defaults (field tokenizer for CSV) and
 #            `generate -n <train rows> -p 1` (the path of docs/typed_fields.md)
+#   field_fp32  as field with `--precision fp32` (the default is auto: bf16
+#            where the CPU has it; docs/precision.md)
 #   tabular  `datasynth synthesize`'s path: `train --tabular` + `generate`
 #   char     as field with `--tokenizer char` (takes the whole budget)
 #   peer     TabularARGN (mostlyai-engine), bench/peer_argn.py, fixed column
@@ -84,6 +86,7 @@ run_method() {
   local ok=0 extra=()
   case $m in
     field) run_datasynth "$d" "$s/train.csv" "$rows" > "$d/error.txt" 2>&1 || ok=1 ;;
+    field_fp32) run_datasynth "$d" "$s/train.csv" "$rows" --precision fp32 > "$d/error.txt" 2>&1 || ok=1 ;;
     char) run_datasynth "$d" "$s/train.csv" "$rows" --tokenizer char > "$d/error.txt" 2>&1 || ok=1 ;;
     tabular) run_datasynth "$d" "$s/train.csv" "$rows" --tabular > "$d/error.txt" 2>&1 || ok=1 ;;
     peer)
@@ -93,7 +96,7 @@ run_method() {
         > "$d/peer.json" 2> "$d/peer.log" || { tail -5 "$d/peer.log" > "$d/error.txt"; ok=1; }
       rm -rf "$d/ws"
       extra=(--peer-json "$d/peer.json") ;;
-    *) echo "unknown method $m (field, tabular, char, peer)" > "$d/error.txt"; ok=1 ;;
+    *) echo "unknown method $m (field, field_fp32, tabular, char, peer)" > "$d/error.txt"; ok=1 ;;
   esac
   if [ $ok != 0 ]; then log "$t $m: FAILED: $(tail -1 "$d/error.txt")"; return 1; fi
   rm -rf "$d/model"  # keep the results, not the weights
