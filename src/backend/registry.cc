@@ -98,10 +98,10 @@ Result<Precision> ResolvePrecision(std::string_view request, DeviceKind device, 
 Result<Precision> ResolveInferPrecision(std::string_view request, std::string_view model,
                                         DeviceKind device, std::string* info) {
   if (info) info->clear();
-  DS_ASSIGN_OR_RETURN(PrecisionRequest req, ParsePrecisionRequest(request));
   DS_ASSIGN_OR_RETURN(Precision trained, ParsePrecision(model));
-  if (device == DeviceKind::kCpu) return ResolveCpuInferPrecision(req, trained, info);
-  return req == PrecisionRequest::kBf16 ? Precision::kBf16 : Precision::kFp32;
+  if (device != DeviceKind::kCpu) return ResolvePrecision(request, device, info);
+  DS_ASSIGN_OR_RETURN(PrecisionRequest req, ParsePrecisionRequest(request));
+  return ResolveCpuInferPrecision(req, trained, info);
 }
 
 }  // namespace ds
