@@ -357,7 +357,8 @@ Result<StepStats> DataParallel::DpStep(TrainBackend& backend, std::vector<int64_
   DS_RETURN_IF_ERROR(Broadcast(ids.data(), ids.size() * sizeof(int64_t)));
   comm_seconds_ += Since(c0);
   // As the trainer's DpStep: longest records first, near-equal chunks of at
-  // most batch_size records, but at least `shards_` chunks to spread.
+  // most in.batch_size records (the trainer's chunk capacity), but at least
+  // `shards_` chunks to spread.
   const RecordData& recs = *in.records;
   std::stable_sort(ids.begin(), ids.end(),
                    [&](int64_t a, int64_t b) { return recs.length(a) > recs.length(b); });

@@ -113,6 +113,10 @@ struct DpRun {
   DpPlan plan;
   int64_t steps_per_epoch = 0;
   int64_t max_steps = 0;  // budget cap
+  // Records per backend chunk: the expected Poisson batch plus 4 of its
+  // standard deviations, so that a sample just above batch_size (half of them)
+  // is one chunk, not two half-size ones (measured: 35% more backend steps).
+  int chunk_capacity = 0;
   double threshold = 0;   // Phi^-1(q)
   std::unique_ptr<SecureGaussian> noise;
   RdpAccountant accountant;
@@ -461,6 +465,7 @@ class TrainRun {
     if (cfg_.dp) {
       DS_RETURN_IF_ERROR(PrepareDp(input, tok));
       max_steps = recs_.max_steps();
+      max_batch = dp_.chunk_capacity;
     } else {
       DS_ASSIGN_OR_RETURN(data_, SequenceData::Build(input, tok, cfg_.seq_length,
                                                      cfg_.batch_size, cfg_.validation_split, seed_));
@@ -777,6 +782,12 @@ class TrainRun {
     if (!plan.ok()) return plan.status().WithContext(opts_.input_path);
     dp_.plan = plan.value();
     dp_.steps_per_epoch = (recs_.records() + cfg_.batch_size - 1) / cfg_.batch_size;
+    {
+      const double m = dp_.plan.expected_batch_size, q = dp_.plan.sampling_rate;
+      dp_.chunk_capacity = int(std::min<double>(
+          double(recs_.records()),
+          std::max<double>(cfg_.batch_size, std::ceil(m + 4.0 * std::sqrt(m * (1.0 - q))))));
+    }
     dp_.max_steps = dp_.plan.steps;
     if (cfg_.dp_target_epsilon > 0) {
       const std::vector<double> extra = dp_.plan.ExtraRdp();
@@ -875,7 +886,7 @@ class TrainRun {
   }
 
   // One DP-SGD step: Poisson-sample records, per-record clipped gradient sum
-  // (backend chunks of at most batch_size records), + N(0, (sigma C)^2),
+  // (backend chunks of at most chunk_capacity records), + N(0, (sigma C)^2),
   // divided by the expected batch size, left in the backend's grads.
   Result<StepStats> DpStep(uint64_t dropout_seed) {
     const size_t P = layout_.total;
@@ -889,10 +900,10 @@ class TrainRun {
     if (dist_)
       return dist_->DpStep(*backend_, std::move(ids),
                            {&recs_, float(dp_.plan.l2_norm_clip), dp_.noise.get(),
-                            dp_.plan.noise_stddev, dp_.plan.expected_batch_size, cfg_.batch_size},
+                            dp_.plan.noise_stddev, dp_.plan.expected_batch_size, dp_.chunk_capacity},
                            dropout_seed);
     // Backend chunks: the sample sorted by length and cut into the fewest
-    // chunks of at most batch_size records, of nearly equal sizes, so that each
+    // chunks of at most chunk_capacity records, of nearly equal sizes, so that each
     // chunk pads to a length close to its records' (the clipped sum does not
     // depend on the grouping).
     std::stable_sort(ids.begin(), ids.end(), [this](int64_t a, int64_t b) {
@@ -902,7 +913,8 @@ class TrainRun {
     PerExampleClip clip;
     clip.l2_norm_clip = float(dp_.plan.l2_norm_clip);
     Batch batch;
-    const size_t chunks = (ids.size() + size_t(cfg_.batch_size) - 1) / size_t(cfg_.batch_size);
+    const size_t cap = size_t(dp_.chunk_capacity);
+    const size_t chunks = (ids.size() + cap - 1) / cap;
     for (size_t k = 0, start = 0; k < chunks; ++k) {
       const size_t end = ids.size() * (k + 1) / chunks;
       int n = int(end - start);

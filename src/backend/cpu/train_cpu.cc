@@ -17,13 +17,11 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/dropout.h"
 #include "backend/cpu/gemm.h"
+#include "backend/cpu/gram.h"
 #include "backend/cpu/vmath.h"
 #include "util/rng.h"
 #include "util/status.h"
 
-#ifdef DS_HAVE_OPENBLAS
-#include <cblas.h>
-#endif
 
 namespace ds {
 namespace cpu {
@@ -1801,17 +1799,6 @@ void TrainImpl::SumDenseThreadGrads(int nt) {
   }
 }
 
-// The lower triangle (s <= t) of g[t * n + s] = a_t . a_s for n rows of width
-// k, stride lda: OpenBLAS's ssyrk (half the products), else the full GEMM.
-void GramLower(int n, int k, const float* a, int lda, float* g) {
-  if (n <= 0) return;
-#ifdef DS_HAVE_OPENBLAS
-  cblas_ssyrk(CblasRowMajor, CblasLower, CblasNoTrans, n, k, 1.0f, a, lda, 0.0f, g, n);
-#else
-  SgemmSerial(false, true, n, n, k, 1.0f, a, lda, a, lda, 0.0f, g, n);
-#endif
-}
-
 // Layer l's part of ||g_b||^2 from unscaled dz_[l] (x side) and DzH(l) (h
 // side; the same buffer for the lstm):
 // sum_{t,s} (dz_t.dz_s)(x_t.x_s) + (dzh_t.dzh_s)(h_{t-1}.h_{s-1})
@@ -1824,9 +1811,6 @@ void TrainImpl::ClipLayerNorms(int l, double* norm2) {
   const float* dzh = DzH(l);
   const int nt = std::min(nt_, B);
   gram_.resize(std::max<size_t>(gram_.size(), nt));
-#ifdef DS_HAVE_OPENBLAS
-  openblas_set_num_threads(1);  // GramLower runs on each OpenMP thread
-#endif
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int b = 0; b < B; ++b) {
     const int j = omp_get_thread_num();

@@ -1,0 +1,19 @@
+// Small Gram matrices for the per-example clip norms (cpu_backend.h, the clip
+// path): one example's T rows of a time-major buffer, T ~ 10-100, width k up
+// to a few thousand.
+#pragma once
+
+#include <cstddef>
+
+namespace ds {
+namespace cpu {
+
+// The lower triangle (s <= t) of g[t * n + s] = a_t . a_s for the n rows
+// a_t = a + t * lda of width k, in fp32 (the upper triangle is left as it was).
+// AVX-512: 4 x 4 blocks of rows with one accumulator per pair, k in steps of
+// 16 (a masked tail); a BLAS syrk call per example costs several times more
+// at these sizes.
+void GramLower(int n, int k, const float* a, size_t lda, float* g);
+
+}  // namespace cpu
+}  // namespace ds
