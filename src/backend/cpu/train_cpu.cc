@@ -1583,7 +1583,9 @@ void TrainImpl::DenseClipGrads(const Batch& batch, const double* scale) {
         LegalSoftmaxRow(x + size_t(t) * V, bd, V, lo, hi, batch.targets[size_t(b) * T + t],
                         float(W(batch, b, t) * scale[b]), true);
       }
-      Gemm(true, false, H, V, T, 1.0f, xd + size_t(b) * H, B * H, x, nullptr, V, 1.0f, dw, V);
+      // fp32 in every precision: the gradient summed is the one whose norm was
+      // clipped (bf16-rounded operands would not be; docs/privacy.md).
+      SgemmSerial(true, false, H, V, T, 1.0f, xd + size_t(b) * H, B * H, x, V, 1.0f, dw, V);
       for (int t = 0; t < T; ++t)
         for (int v = 0; v < V; ++v) db[v] += x[size_t(t) * V + v];
     }
@@ -1776,7 +1778,8 @@ void TrainImpl::ClipRangedGrads(const Batch& batch, const float* s) {
         for (int v = 0; v < w; ++v) r[v] *= sb;
         for (int v = 0; v < w; ++v) db[lo + v] += r[v];
       }
-      Gemm(true, false, H, w, n, 1.0f, xg, H, dl, nullptr, w, 1.0f, dw + lo, V);
+      // fp32 in every precision, as DenseClipGrads.
+      SgemmSerial(true, false, H, w, n, 1.0f, xg, H, dl, w, 1.0f, dw + lo, V);
     }
   }
   SumDenseThreadGrads(nt);
