@@ -328,6 +328,43 @@ TEST_P(Bf16Step, PerExampleClipNormsMatchFp32) {
   EXPECT_LT(RelErr(g16.data(), g32.data(), w.size()), 5e-2);
 }
 
+// The DP sensitivity bound: one example clipped to C gives a gradient of norm
+// at most C. fp32: exactly C (to fp32 rounding). bf16: the weight-gradient
+// GEMMs round their operands, and the clip factor covers the rounding bound,
+// so the norm is at most C and a little below it (docs/privacy.md).
+TEST_P(Bf16Step, ClippedExampleHasAtMostTheClipNorm) {
+  if (!HaveBf16()) GTEST_SKIP() << "no AVX512_BF16 / AMX";
+  NetworkSpec spec = Spec(GetParam(), 32);
+  spec.dropout_rate = 0;
+  const int T = 9;
+  const float C = 0.05f;
+  for (Precision p : {Precision::kFp32, Precision::kBf16}) {
+    auto be = cpu::NewCpuTrainBackend(spec, 1, T, p);
+    std::vector<float> w(be->layout().total);
+    RandomParams(spec, 9, w.data());
+    be->SetParams(w.data());
+    for (uint64_t seed : {3, 4, 5}) {
+      const Batch batch = RandomBatch(1, T, spec.vocab_size, seed);
+      std::vector<float> norms;
+      PerExampleClip clip{C, &norms};
+      be->Step(batch, true, 1, &clip);
+      ASSERT_EQ(norms.size(), 1u);
+      ASSERT_GT(norms[0], C) << "the example must be clipped";
+      std::vector<float> g(w.size());
+      be->GetGrads(g.data());
+      double n2 = 0;
+      for (float v : g) n2 += double(v) * v;
+      const double n = std::sqrt(n2);
+      if (p == Precision::kFp32) {
+        EXPECT_NEAR(n, C, C * 2e-5) << "seed " << seed;
+      } else {
+        EXPECT_LE(n, C * (1 + 2e-6)) << "seed " << seed;
+        EXPECT_GT(n, C * 0.9) << "seed " << seed;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Architectures, Bf16Step, ::testing::ValuesIn(kAllArchitectures),
                          [](const auto& i) { return std::string(ArchitectureName(i.param)); });
 

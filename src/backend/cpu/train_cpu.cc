@@ -443,7 +443,9 @@ class TrainImpl final : public CpuTrainBackend {
   StepStats ClipRangedNorms(const Batch& batch, float* dxd, double* norm2);
   void ClipRangedPairs(const Batch& batch, double* norm2);
   void ClipRangedGrads(const Batch& batch, const float* s);
-  void ClipLayerNorms(int l, double* norm2);
+  // slack[b] += sum_t ||x_t|| ||dz_t|| + ||h_{t-1}|| ||dzh_t|| (bf16: the
+  // rounding bound of the weight-gradient GEMMs, see ClipStep).
+  void ClipLayerNorms(int l, double* norm2, double* slack);
   void ClipEmbeddingNorms(const Batch& batch, const float* dx0, double* norm2);
   void EmbeddingGrad(const Batch& batch, const float* dx0);
   void ApplyMaskInPlace(int site, float* x, int width);
@@ -1806,7 +1808,7 @@ void TrainImpl::SumDenseThreadGrads(int nt) {
 // side; the same buffer for the lstm):
 // sum_{t,s} (dz_t.dz_s)(x_t.x_s) + (dzh_t.dzh_s)(h_{t-1}.h_{s-1})
 //   + ||sum_t dz_t||^2 (+ ||sum_t dzh_t||^2, the gru's second bias row).
-void TrainImpl::ClipLayerNorms(int l, double* norm2) {
+void TrainImpl::ClipLayerNorms(int l, double* norm2, double* slack) {
   const int B = B_, T = T_, H = spec_.rnn_units, H4 = G_ * H, in = lay_[l].in;
   const float* x = LayerInput(l);
   const float* h = h_[l].data();
@@ -1842,6 +1844,14 @@ void TrainImpl::ClipLayerNorms(int l, double* norm2) {
         n2 += s == t ? v : 2 * v;
       }
     norm2[b] += n2;
+    double sl = 0;  // from the diagonals: ||x_t||^2 = gx[t, t], ...
+    for (int t = 0; t < Tb; ++t) {
+      const size_t d = size_t(t) * Tb + t;
+      sl += std::sqrt(std::max(0.0, double(gx[d]) * gz[d]));
+      if (t > 0)
+        sl += std::sqrt(std::max(0.0, double(gh[size_t(t - 1) * (Tb - 1) + (t - 1)]) * gzh[d]));
+    }
+    slack[b] += sl;
   }
 }
 
@@ -1968,7 +1978,7 @@ StepStats TrainImpl::Step(const Batch& batch, bool train, uint64_t dropout_seed,
 StepStats TrainImpl::ClipStep(const Batch& batch, const PerExampleClip& clip) {
   const int B = B_, T = T_, L = spec_.num_layers, E = spec_.embedding_dim;
   int cur = 0;  // dx_[cur]: dL/d(input of the layer above), pre-mask
-  std::vector<double> norm2(B, 0.0);
+  std::vector<double> norm2(B, 0.0), slack(B, 0.0);
   clip_len_.assign(size_t(B), 0);
   for (int b = 0; b < B; ++b)
     for (int t = T - 1; t >= 0; --t)
@@ -1990,7 +2000,7 @@ StepStats TrainImpl::ClipStep(const Batch& batch, const PerExampleClip& clip) {
     LayerInputGrad(l, dx_[1 - cur].data());
     prof_.Mark(kBwdDx);
     cur = 1 - cur;
-    ClipLayerNorms(l, norm2.data());
+    ClipLayerNorms(l, norm2.data(), slack.data());
     prof_.Mark(kClipLayers);
   }
   float* dx0 = dx_[cur].data();
@@ -2000,9 +2010,16 @@ StepStats TrainImpl::ClipStep(const Batch& batch, const PerExampleClip& clip) {
   std::vector<float> s(B);             // clip factor per example
   std::vector<double> dense_scale(B);  // clip factor / example weight sum
   if (clip.norms) clip.norms->assign(B, 0.0f);
+  // bf16: the recurrent weight gradients come from bf16-rounded layer inputs
+  // and scaled dz (round to nearest, u = 2^-8), so example b's summed gradient
+  // may differ from s_b g_b by up to s_b (2u + u^2) slack[b] in L2 (||ab^T|| =
+  // ||a|| ||b|| per step; all other parts are fp32). The clip factor covers
+  // that bound: ||summed|| <= s_b (||g_b|| + bound) <= C.
+  const double u = bf16_ ? 1.0 / 256 : 0.0, rel = 2 * u + u * u;
   for (int b = 0; b < B; ++b) {
     const double n = std::sqrt(std::max(0.0, norm2[b]));
-    s[b] = n > clip.l2_norm_clip ? float(clip.l2_norm_clip / n) : 1.0f;
+    const double nb = n + rel * slack[b];
+    s[b] = nb > clip.l2_norm_clip ? float(clip.l2_norm_clip / nb) : 1.0f;
     if (clip.norms) (*clip.norms)[b] = float(n);
     double wsum = 0;
     for (int t = 0; t < T; ++t) wsum += W(batch, b, t);
