@@ -63,9 +63,13 @@
 //    of (dx_t.dx_s), taken as sum_k ||sum_{t: tok_t = k} dx_t||^2. Example
 //    b's rows past its last weighted position are zero and skipped (its Grams
 //    are [T_b, T_b]). Then each example's output-gradient rows (dlogits, dZ of
-//    every layer, dX_0) are scaled by s_b = min(1, clip / ||g_b||) before the
+//    every layer, dX_0) are scaled by s_b = min(1, clip / (||g_b|| + e_b)) before the
 //    weight-gradient GEMMs (ONE GEMM per weight over all examples), so grads =
-//    sum_b s_b g_b (NOT divided by B); the recurrent biases from per-example
+//    sum_b s_b g_b (NOT divided by B); e_b = 0 in fp32, and in bf16 the bound
+//    on the rounding of the recurrent weight-gradient GEMMs' operands
+//    ((2u + u^2) sum_t ||a_t|| ||d_t||, u = 2^-8), so that each example's
+//    summed contribution has norm <= clip at both precisions (the dense
+//    clipped GEMMs run fp32); the recurrent biases from per-example
 //    sums of dZ. With all weights 1 and a clip that never binds, grads / B
 //    equals the unclipped gradient. With legal ranges (and their dlogits
 //    within 256 MiB) the dense pass runs the rows grouped by range as the

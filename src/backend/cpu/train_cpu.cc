@@ -22,7 +22,6 @@
 #include "util/rng.h"
 #include "util/status.h"
 
-
 namespace ds {
 namespace cpu {
 namespace {
