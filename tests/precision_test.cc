@@ -308,58 +308,105 @@ TEST_P(Bf16Step, PerExampleClipNormsMatchFp32) {
   if (!HaveBf16()) GTEST_SKIP() << "no AVX512_BF16 / AMX";
   NetworkSpec spec = Spec(GetParam(), 32);
   spec.dropout_rate = 0;
-  const int B = 5, T = 9;
-  auto f32 = cpu::NewCpuTrainBackend(spec, B, T, Precision::kFp32);
-  auto b16 = cpu::NewCpuTrainBackend(spec, B, T, Precision::kBf16);
-  std::vector<float> w(f32->layout().total);
-  RandomParams(spec, 9, w.data());
-  f32->SetParams(w.data());
-  b16->SetParams(w.data());
-  const Batch batch = RandomBatch(B, T, spec.vocab_size, 3);
-  std::vector<float> n32, n16;
-  PerExampleClip c32{0.05f, &n32}, c16{0.05f, &n16};
-  f32->Step(batch, true, 1, &c32);
-  b16->Step(batch, true, 1, &c16);
-  ASSERT_EQ(n16.size(), size_t(B));
-  for (int b = 0; b < B; ++b) EXPECT_NEAR(n16[b], n32[b], 2e-2 * n32[b]) << b;
-  std::vector<float> g32(w.size()), g16(w.size());
-  f32->GetGrads(g32.data());
-  b16->GetGrads(g16.data());
-  EXPECT_LT(RelErr(g16.data(), g32.data(), w.size()), 5e-2);
+  // B = 5 and 6 (R = 45 and 54): the lstm's blocked (VNNI) dZ copy with an odd
+  // and an even row count.
+  for (const int B : {5, 6}) {
+    const int T = 9;
+    auto f32 = cpu::NewCpuTrainBackend(spec, B, T, Precision::kFp32);
+    auto b16 = cpu::NewCpuTrainBackend(spec, B, T, Precision::kBf16);
+    std::vector<float> w(f32->layout().total);
+    RandomParams(spec, 9, w.data());
+    f32->SetParams(w.data());
+    b16->SetParams(w.data());
+    const Batch batch = RandomBatch(B, T, spec.vocab_size, 3);
+    std::vector<float> n32, n16;
+    PerExampleClip c32{0.05f, &n32}, c16{0.05f, &n16};
+    f32->Step(batch, true, 1, &c32);
+    b16->Step(batch, true, 1, &c16);
+    ASSERT_EQ(n16.size(), size_t(B));
+    for (int b = 0; b < B; ++b) EXPECT_NEAR(n16[b], n32[b], 2e-2 * n32[b]) << b;
+    std::vector<float> g32(w.size()), g16(w.size());
+    f32->GetGrads(g32.data());
+    b16->GetGrads(g16.data());
+    EXPECT_LT(RelErr(g16.data(), g32.data(), w.size()), 5e-2) << "B=" << B;
+  }
+}
+
+// bf16 clip path with no example clipped (s = 1) against the plain bf16 path:
+// both round the same dZ and layer inputs for their weight-gradient GEMMs, so
+// with unit weights (each example's mean over T tokens, against the batch
+// mean) the clip path's gradient is B times the plain one, to the dense
+// layer's fp32-vs-bf16 difference. Odd and even R: every row of the blocked
+// dZ copy counts.
+TEST_P(Bf16Step, UnclippedClipPathIsBTimesThePlainPath) {
+  if (!HaveBf16()) GTEST_SKIP() << "no AVX512_BF16 / AMX";
+  NetworkSpec spec = Spec(GetParam(), 32);
+  spec.dropout_rate = 0;
+  for (const int B : {5, 6}) {
+    const int T = 9;
+    auto plain = cpu::NewCpuTrainBackend(spec, B, T, Precision::kBf16);
+    auto clipped = cpu::NewCpuTrainBackend(spec, B, T, Precision::kBf16);
+    std::vector<float> w(plain->layout().total);
+    RandomParams(spec, 9, w.data());
+    plain->SetParams(w.data());
+    clipped->SetParams(w.data());
+    const Batch batch = RandomBatch(B, T, spec.vocab_size, 3);
+    PerExampleClip clip{1e9f, nullptr};
+    plain->Step(batch, true, 1);
+    clipped->Step(batch, true, 1, &clip);
+    std::vector<float> gp(w.size()), gc(w.size());
+    plain->GetGrads(gp.data());
+    clipped->GetGrads(gc.data());
+    for (float& v : gp) v *= float(B);
+    for (const auto& t : plain->layout().tensors) {
+      const double e = RelErr(gc.data() + t.offset, gp.data() + t.offset, t.size());
+      EXPECT_LT(e, 1e-2) << t.name << " B=" << B;
+    }
+  }
 }
 
 // The DP sensitivity bound: one example clipped to C gives a gradient of norm
 // at most C. fp32: exactly C (to fp32 rounding). bf16: the weight-gradient
 // GEMMs round their operands, and the clip factor covers the rounding bound,
-// so the norm is at most C and a little below it (docs/privacy.md).
+// so the norm is at most C and a little below it (docs/privacy.md). A batch
+// of B copies of one example (B = 1 and 2: odd and even rows in the blocked dZ) sums B
+// equal clipped gradients, so the bound is B C.
 TEST_P(Bf16Step, ClippedExampleHasAtMostTheClipNorm) {
   if (!HaveBf16()) GTEST_SKIP() << "no AVX512_BF16 / AMX";
   NetworkSpec spec = Spec(GetParam(), 32);
   spec.dropout_rate = 0;
   const int T = 9;
   const float C = 0.05f;
-  for (Precision p : {Precision::kFp32, Precision::kBf16}) {
-    auto be = cpu::NewCpuTrainBackend(spec, 1, T, p);
-    std::vector<float> w(be->layout().total);
-    RandomParams(spec, 9, w.data());
-    be->SetParams(w.data());
-    for (uint64_t seed : {3, 4, 5}) {
-      const Batch batch = RandomBatch(1, T, spec.vocab_size, seed);
-      std::vector<float> norms;
-      PerExampleClip clip{C, &norms};
-      be->Step(batch, true, 1, &clip);
-      ASSERT_EQ(norms.size(), 1u);
-      ASSERT_GT(norms[0], C) << "the example must be clipped";
-      std::vector<float> g(w.size());
-      be->GetGrads(g.data());
-      double n2 = 0;
-      for (float v : g) n2 += double(v) * v;
-      const double n = std::sqrt(n2);
-      if (p == Precision::kFp32) {
-        EXPECT_NEAR(n, C, C * 2e-5) << "seed " << seed;
-      } else {
-        EXPECT_LE(n, C * (1 + 2e-6)) << "seed " << seed;
-        EXPECT_GT(n, C * 0.9) << "seed " << seed;
+  for (const int B : {1, 2}) {
+    for (Precision p : {Precision::kFp32, Precision::kBf16}) {
+      auto be = cpu::NewCpuTrainBackend(spec, B, T, p);
+      std::vector<float> w(be->layout().total);
+      RandomParams(spec, 9, w.data());
+      be->SetParams(w.data());
+      for (uint64_t seed : {3, 4, 5}) {
+        const Batch one = RandomBatch(1, T, spec.vocab_size, seed);
+        Batch batch = one;
+        batch.batch = B;
+        for (int b = 1; b < B; ++b) {
+          batch.inputs.insert(batch.inputs.end(), one.inputs.begin(), one.inputs.end());
+          batch.targets.insert(batch.targets.end(), one.targets.begin(), one.targets.end());
+        }
+        std::vector<float> norms;
+        PerExampleClip clip{C, &norms};
+        be->Step(batch, true, 1, &clip);
+        ASSERT_EQ(norms.size(), size_t(B));
+        ASSERT_GT(norms[0], C) << "the example must be clipped";
+        std::vector<float> g(w.size());
+        be->GetGrads(g.data());
+        double n2 = 0;
+        for (float v : g) n2 += double(v) * v;
+        const double n = std::sqrt(n2), bound = double(B) * C;
+        if (p == Precision::kFp32) {
+          EXPECT_NEAR(n, bound, bound * 2e-5) << "seed " << seed << " B=" << B;
+        } else {
+          EXPECT_LE(n, bound * (1 + 2e-6)) << "seed " << seed << " B=" << B;
+          EXPECT_GT(n, bound * 0.9) << "seed " << seed << " B=" << B;
+        }
       }
     }
   }

@@ -905,6 +905,8 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
   // bf16 without the clip path: dz only as bf16 (all its readers take that),
   // from the vector cell, the bias gradient summed from its registers.
   [[maybe_unused]] const bool bf16_only = lean_ && ub == 16 && kVectorBf16Cells;
+  // bf16 on the clip path: the same vector cell, also storing fp32 dz.
+  [[maybe_unused]] const bool bf16_cell = bf16_ && ub == 16 && kVectorBf16Cells;
   // With an even batch, rows 2i and 2i + 1 of dz (the same timestep) also go
   // to dzv16_ as one row pair of the blocked layout; its padding rows zero.
   dzv_ok_ = bf16_only && kVnniDz && B % 2 == 0;
@@ -959,6 +961,11 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
               InterleaveBf16Pair64(dz16 + (row - 1) * H4 + k * 64, dz16 + row * H4 + k * 64,
                                    dzv + VnniOffset(row - 1, size_t(k) * 64, kpad));
 #endif
+            continue;
+          }
+          if (bf16_cell) {
+            LstmBackCell16Bf16(gr, cp, tcr, cr, dha, mr, keep_scale, dhr, dcr,
+                               dz16 + row * H4 + k * 4 * ub, accumulate_bias ? dbr : nullptr, dzr);
             continue;
           }
 #endif
@@ -1856,24 +1863,61 @@ void TrainImpl::ClipLayerNorms(int l, double* norm2, double* slack) {
 
 // Clip path: each example's rows of dz_[l] (and the gru's dzh) scaled by its
 // clip factor s[b], and the bias gradient (their column sums) into bscratch_:
-// per-thread sums over a fixed row partition, added in thread order.
+// per-thread sums over a fixed row partition (even rows), added in thread
+// order. fp32: scaled in place (LayerWeightGrads' fp32 GEMMs read them). bf16:
+// s[b] dz rounded once into dz16_ (the gru: dzh into dzh16_), the lstm's rows
+// also into dzv16_'s blocked layout, so that
+// LayerWeightGrads(l, rounded = true) runs the plain path's bf16 GEMMs on them
+// and on the forward's bf16 layer inputs (the rounding ClipStep's bound covers).
 void TrainImpl::ClipScaleRows(int l, const float* s) {
   const int B = B_, R = R_, H4 = G_ * spec_.rnn_units, rows = gru_ ? 2 : 1;
   const int nt = std::min(nt_, std::max(1, R / 64));
+  const bool to16 = bf16_;
+  // Rows in order r = t B + b, so pairs (2i, 2i + 1) for any batch; an odd R
+  // pairs its last row with the zero padding row R.
+  dzv_ok_ = to16 && !gru_ && kVnniDz && H4 % 64 == 0;
+  [[maybe_unused]] uint16_t* dzv = dzv_ok_ ? dzv16_.data() : nullptr;
+  [[maybe_unused]] const size_t kpad = VnniPadK(size_t(R));
+  if (dzv && kpad != size_t(R))
+    for (int c = 0; c < H4; c += 64)
+      std::memset(dzv + VnniOffset(kpad - 32, c, kpad), 0, 32 * 64 * sizeof(uint16_t));
   gram_.resize(std::max<size_t>(gram_.size(), nt));
 #pragma omp parallel num_threads(nt)
   {
     const int j = omp_get_thread_num();
-    gram_[j].Reserve(size_t(rows) * H4);
+    gram_[j].Reserve(size_t(rows + 1) * H4);
     float* part = gram_[j].data();  // [rows, GH]
+    float* tmp = part + size_t(rows) * H4;  // [GH] one scaled row (bf16)
     std::memset(part, 0, size_t(rows) * H4 * sizeof(float));
-    const int r0 = int(int64_t(R) * j / nt), r1 = int(int64_t(R) * (j + 1) / nt);
+    const int r0 = int(int64_t(R) * j / nt) & ~1;
+    const int r1 = j + 1 == nt ? R : int(int64_t(R) * (j + 1) / nt) & ~1;
     for (int row = 0; row < rows; ++row) {
       float* d = row == 0 ? dz_[l].data() : DzH(l);
+      uint16_t* d16 = row == 0 ? dz16_.data() : dzh16_.data();
       float* db = part + size_t(row) * H4;
       for (int r = r0; r < r1; ++r) {
         const float sb = s[r % B];
         float* x = d + size_t(r) * H4;
+        if (to16) {
+          uint16_t* x16 = d16 + size_t(r) * H4;
+#pragma omp simd
+          for (int c = 0; c < H4; ++c) {
+            tmp[c] = x[c] * sb;
+            db[c] += tmp[c];
+          }
+          ToBf16(tmp, size_t(H4), x16);
+#if defined(__AVX512BW__)
+          if (dzv && (r & 1)) {
+            for (int c = 0; c < H4; c += 64)
+              InterleaveBf16Pair64(x16 - H4 + c, x16 + c, dzv + VnniOffset(r - 1, size_t(c), kpad));
+          } else if (dzv && r == R - 1) {
+            alignas(64) static constexpr uint16_t kZero[64] = {};
+            for (int c = 0; c < H4; c += 64)
+              InterleaveBf16Pair64(x16 + c, kZero, dzv + VnniOffset(r, size_t(c), kpad));
+          }
+#endif
+          continue;
+        }
 #pragma omp simd
         for (int c = 0; c < H4; ++c) {
           x[c] *= sb;
@@ -1881,6 +1925,9 @@ void TrainImpl::ClipScaleRows(int l, const float* s) {
         }
       }
     }
+#if defined(__AVX512F__)
+    if (dzv) _mm_sfence();  // the non-temporal stores of dzv16_
+#endif
   }
   for (int row = 0; row < rows; ++row) {
     float* db = bscratch_.data() + size_t(row) * H4;
@@ -2037,7 +2084,7 @@ StepStats TrainImpl::ClipStep(const Batch& batch, const PerExampleClip& clip) {
   for (int l = 0; l < L; ++l) {
     ClipScaleRows(l, s.data());
     prof_.Mark(kClipGrads);
-    LayerWeightGrads(l, /*rounded=*/false);
+    LayerWeightGrads(l, /*rounded=*/true);
   }
   prof_.Mark(kBwdDw);
   EmbeddingGrad(batch, dx0);

@@ -195,10 +195,13 @@ inline void LstmCell16Stream(const float* z, const float* b, const float* cp, fl
 // tc = tanh(c_t) (null: recomputed from ct = c_t as the forward cell did, the
 // same bits), dha = dL/d(dropout(h_t)) before the mask m (keep flags x
 // keep_scale), dhr = the recurrent dh; dc carries dL/dc from t+1 in and to t-1
-// out. Writes dz = [dzi dzf dzg dzo] only as bf16 (dz16) and adds it to db.
+// out. Writes dz = [dzi dzf dzg dzo] as bf16 (dz16) and adds it to db; dz32
+// non-null (the clip path, which reads fp32 dz): also as fp32 there, and db
+// may be null (not added).
 inline void LstmBackCell16Bf16(const float* gr, const float* cp, const float* tc, const float* ct,
                                const float* dha, const uint8_t* mr, float keep_scale,
-                               const float* dhr, float* dc, uint16_t* dz16, float* db) {
+                               const float* dhr, float* dc, uint16_t* dz16, float* db,
+                               float* dz32 = nullptr) {
   const __m512 one = _mm512_set1_ps(1.0f);
   const __m512 m = _mm512_mul_ps(
       _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mr)))),
@@ -219,6 +222,13 @@ inline void LstmBackCell16Bf16(const float* gr, const float* cp, const float* tc
   StoreBf16x16(dz16 + 16, dzf);
   StoreBf16x16(dz16 + 32, dzg);
   StoreBf16x16(dz16 + 48, dzo);
+  if (dz32) {
+    _mm512_storeu_ps(dz32, dzi);
+    _mm512_storeu_ps(dz32 + 16, dzf);
+    _mm512_storeu_ps(dz32 + 32, dzg);
+    _mm512_storeu_ps(dz32 + 48, dzo);
+    if (!db) return;
+  }
   _mm512_storeu_ps(db, _mm512_add_ps(_mm512_loadu_ps(db), dzi));
   _mm512_storeu_ps(db + 16, _mm512_add_ps(_mm512_loadu_ps(db + 16), dzf));
   _mm512_storeu_ps(db + 32, _mm512_add_ps(_mm512_loadu_ps(db + 32), dzg));
