@@ -375,15 +375,92 @@ TEST(LegalRanges, DatasetBatchesCarryTheCursorRanges) {
   EXPECT_GT(mid, 10) << "chunks starting inside a record";
   EXPECT_GT(walked, 1000);
   EXPECT_GT(narrow, 1000);
-  // DP records: every position's range (padding: the whole vocabulary).
+  // DP records: every position's range (padding: <n>'s one id).
   auto rd = RecordData::Build(in, *ft, 4 * rec).ValueOrThrow();
   ASSERT_TRUE(rd.legal_ranges());
   const int64_t ids[] = {0, 5, 17};
-  rd.FillBatch(ids, 3, &b);
+  rd.FillBatch(ids, 3, &b, /*row_quantum=*/4);  // rows 3 and 4: empty examples
+  ASSERT_EQ(b.batch, 5);
   for (int r = 0; r < 3; ++r) CheckRow(*ft, b, r, &walked);
+  int padding = 0;
   for (size_t k = 0; k < b.targets.size(); ++k)
     if (b.weights[k] == 0) {
-      EXPECT_EQ(b.legal_hi[k] - b.legal_lo[k], ft->vocab_size());
+      EXPECT_EQ(b.targets[k], ft->end_id());
+      EXPECT_EQ(b.legal_lo[k], ft->end_id());
+      EXPECT_EQ(b.legal_hi[k], ft->end_id() + 1);
+      ++padding;
+    }
+  EXPECT_GE(padding, b.steps);
+}
+
+// DP chunks padded to RecordData::PaddedRows (trainer DpStep): the
+// empty rows add nothing, so the padded chunk gives the unpadded one's loss,
+// count, per-example norms (first n; the padding's are 0) and clipped
+// gradient sum, with dropout on (the masks of rows < n are a prefix of each
+// step's Philox stream), in fp32 and bf16, for every architecture.
+TEST(LegalRanges, PaddedDpChunksEqualUnpaddedOnes) {
+  InputData in = Table();
+  auto ft = FieldTokenizer::Train(in.header, in.records, FieldTokenizerOptions{}).ValueOrThrow();
+  auto rd = RecordData::Build(in, *ft, 4 * ft->max_record_tokens()).ValueOrThrow();
+  const int q = RecordData::kDpRowQuantum, n = 7;
+  const int64_t ids[n] = {3, 0, 5, 17, 40, 41, 299};
+  // PaddedRows: the least 16 k + 1 >= n, fixed points at 16 k + 1.
+  const std::pair<int, int> cases[] = {{1, 1},   {2, 17},    {7, 17},    {17, 17},
+                                       {18, 33}, {500, 513}, {513, 513}, {514, 529}};
+  for (auto [m, want] : cases) EXPECT_EQ(RecordData::PaddedRows(m, q), want) << m;
+  EXPECT_EQ(RecordData::PaddedRows(7, 1), 7);
+  Batch plain, padded;
+  rd.FillBatch(ids, n, &plain);
+  rd.FillBatch(ids, n, &padded, q);
+  const int rows = RecordData::PaddedRows(n, q);
+  ASSERT_EQ(plain.batch, n);
+  ASSERT_EQ(padded.batch, rows);
+  ASSERT_EQ(padded.steps, plain.steps);
+  const size_t T = size_t(plain.steps);
+  for (size_t i = size_t(n) * T; i < padded.weights.size(); ++i) ASSERT_EQ(padded.weights[i], 0.0f);
+  EXPECT_TRUE(std::equal(plain.inputs.begin(), plain.inputs.end(), padded.inputs.begin()));
+  EXPECT_TRUE(std::equal(plain.weights.begin(), plain.weights.end(), padded.weights.begin()));
+  for (Architecture arch : kAllArchitectures)
+    for (Precision prec : {Precision::kFp32, Precision::kBf16}) {
+      NetworkSpec spec;
+      spec.vocab_size = ft->vocab_size();
+      spec.embedding_dim = 8;
+      spec.rnn_units = 16;
+      spec.num_layers = 2;
+      spec.dropout_rate = 0.25f;
+      spec.architecture = arch;
+      const std::vector<float> w = Params(spec, 5);
+      auto be = cpu::NewCpuTrainBackend(spec, rows, int(T), prec);
+      be->SetThreads(1);
+      be->SetParams(w.data());
+      PerExampleClip clip;
+      std::vector<float> norms_plain, norms_padded;
+      clip.norms = &norms_plain;
+      clip.l2_norm_clip = 1e9f;
+      be->Step(plain, true, 99, &clip);
+      std::vector<float> sorted(norms_plain);
+      std::sort(sorted.begin(), sorted.end());
+      clip.l2_norm_clip = sorted[n / 2];  // binds for about half
+      const StepStats a = be->Step(plain, true, 99, &clip);
+      const std::vector<float> ga = Grads(*be);
+      clip.norms = &norms_padded;
+      const StepStats b = be->Step(padded, true, 99, &clip);
+      const std::vector<float> gb = Grads(*be);
+      const double tol = prec == Precision::kFp32 ? 1e-5 : 1e-2;
+      const std::string what = std::string(ArchitectureName(arch)) + " " + PrecisionName(prec);
+      EXPECT_NEAR(b.loss_sum, a.loss_sum, tol * a.loss_sum) << what;
+      EXPECT_EQ(b.count, a.count) << what;
+      ASSERT_EQ(norms_padded.size(), size_t(rows)) << what;
+      for (int r = 0; r < rows; ++r)
+        EXPECT_NEAR(norms_padded[r], r < n ? norms_plain[r] : 0.0f, 1e-6 + tol * norms_plain[r % n])
+            << what << " row " << r;
+      double n2 = 0, d2 = 0;
+      for (size_t i = 0; i < ga.size(); ++i) {
+        n2 += double(ga[i]) * ga[i];
+        d2 += double(gb[i] - ga[i]) * (gb[i] - ga[i]);
+      }
+      ASSERT_GT(n2, 0.0) << what;
+      EXPECT_LT(std::sqrt(d2 / n2), tol) << what;
     }
 }
 

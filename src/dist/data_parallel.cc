@@ -373,7 +373,7 @@ Result<StepStats> DataParallel::DpStep(TrainBackend& backend, std::vector<int64_
   auto t0 = Clock::now();
   for (size_t k = size_t(Rank()); k < chunks; k += size_t(Size())) {
     const size_t start = ids.size() * k / chunks, end = ids.size() * (k + 1) / chunks;
-    recs.FillBatch(ids.data() + start, int(end - start), &batch);
+    recs.FillBatch(ids.data() + start, int(end - start), &batch, RecordData::kDpRowQuantum);
     mine.push_back(backend.Step(batch, /*train=*/true, dropout_seed + start, &clip));
     mine_ids.push_back(int(k));
     backend.GetGrads(sum_.Add(1.0));

@@ -119,6 +119,20 @@ class SequenceData {
 // reported). A batch is padded to its longest record; padding has weight 0.
 class RecordData {
  public:
+  // DP-SGD's chunks pad their rows to PaddedRows(n, kDpRowQuantum)
+  // (FillBatch): Poisson sampling makes the batch size differ at every step,
+  // and the CPU backend's oneDNN matmuls are built (JIT) and cached per
+  // shape, so unpadded every step built new ones (bench/dp_speed_field.sh:
+  // ~6% of a DP step in dnnl_primitive_create, bwd dW 14.2 -> 8.5 ms per step
+  // padded); 16 keeps the padding under 3% of a 512 batch.
+  static constexpr int kDpRowQuantum = 16;
+  // The least q k + 1 >= n (n itself when q = 1 or n <= 1). Odd on purpose:
+  // the backends' activations are time-major (row t B + b), and a B that is a
+  // multiple of 16 makes example b's rows 4 KiB-aligned strides apart, which
+  // the per-example Gram reads of the clip path thrash in L1/L2 (clip layer
+  // norms 9.9 -> 11.1 ms per step at B = 16 k, back to 9.3 at 16 k + 1).
+  static int PaddedRows(int n, int q) { return q <= 1 || n <= 1 ? n : (n + q - 2) / q * q + 1; }
+
   static Result<RecordData> Build(const InputData& input, const Tokenizer& tok, int max_steps);
 
   int64_t records() const { return int64_t(offsets_.size()) - 1; }
@@ -132,8 +146,10 @@ class RecordData {
   }
   // Poisson sampling: each record independently with probability q.
   std::vector<int64_t> PoissonSample(double q, Philox* rng) const;
-  // Fills a batch with the given records (B = n, T = longest of them).
-  void FillBatch(const int64_t* ids, int n, Batch* out) const;
+  // Fills a batch with the given records (T = longest of them), B =
+  // PaddedRows(n, row_quantum): the rows past n are empty examples (weight 0
+  // everywhere), which add nothing to any gradient, norm or loss.
+  void FillBatch(const int64_t* ids, int n, Batch* out, int row_quantum = 1) const;
 
  private:
   std::vector<int32_t> tokens_;   // [total] records' tokens back to back

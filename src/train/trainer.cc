@@ -785,9 +785,11 @@ class TrainRun {
     dp_.steps_per_epoch = (recs_.records() + cfg_.batch_size - 1) / cfg_.batch_size;
     {
       const double m = dp_.plan.expected_batch_size, q = dp_.plan.sampling_rate;
-      dp_.chunk_capacity = int(std::min<double>(
+      const int cap = int(std::min<double>(
           double(recs_.records()),
           std::max<double>(cfg_.batch_size, std::ceil(m + 4.0 * std::sqrt(m * (1.0 - q))))));
+      // Padded itself, so that padded chunks (at most this many records) fit.
+      dp_.chunk_capacity = RecordData::PaddedRows(cap, RecordData::kDpRowQuantum);
     }
     dp_.max_steps = dp_.plan.steps;
     if (cfg_.dp_target_epsilon > 0) {
@@ -919,7 +921,7 @@ class TrainRun {
     for (size_t k = 0, start = 0; k < chunks; ++k) {
       const size_t end = ids.size() * (k + 1) / chunks;
       int n = int(end - start);
-      recs_.FillBatch(ids.data() + start, n, &batch);
+      recs_.FillBatch(ids.data() + start, n, &batch, RecordData::kDpRowQuantum);
       StepStats s = backend_->Step(batch, /*train=*/true, dropout_seed + start, &clip);
       total.loss_sum += s.loss_sum;
       total.correct += s.correct;
