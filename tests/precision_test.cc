@@ -412,6 +412,63 @@ TEST_P(Bf16Step, ClippedExampleHasAtMostTheClipNorm) {
   }
 }
 
+// Each example's own clip factor in bf16, in batches of B = 5 and 6 (2
+// layers: layer 0's weight gradients scale the GEMMs' A side, layer 1's the dz
+// rows): the clipped sum against sum_b min(1, C / n_b) g_b of per-example fp32
+// runs, with C the smallest norm, so that the factors spread over (0, 1]. bf16
+// rounds the operands (~1%) and its factors are a little smaller (the rounding
+// bound, ClipStep): 2% per tensor (measured < 1.2%), where a factor applied to another example's
+// rows is off by the factors' spread.
+TEST_P(Bf16Step, ClippedSumUsesEachExamplesFactor) {
+  if (!HaveBf16()) GTEST_SKIP() << "no AVX512_BF16 / AMX";
+  NetworkSpec spec = Spec(GetParam(), 32);
+  spec.dropout_rate = 0;
+  const int T = 9;
+  for (const int B : {5, 6}) {
+    auto be = cpu::NewCpuTrainBackend(spec, B, T, Precision::kBf16);
+    auto f32 = cpu::NewCpuTrainBackend(spec, 1, T, Precision::kFp32);
+    const auto& L = be->layout();
+    std::vector<float> w(L.total);
+    RandomParams(spec, 9, w.data());
+    be->SetParams(w.data());
+    f32->SetParams(w.data());
+    // Lengths 1, 3, 5, ... (weight 0 after): the shorter, the larger the norm.
+    const Batch batch = testing::RandomBatch(B, T, spec.vocab_size, 7, 99, [T](int i, Philox&) {
+      return i % T < 1 + 2 * (i / T) ? 1.0f : 0.0f;
+    });
+    std::vector<std::vector<float>> per(B, std::vector<float>(L.total));
+    std::vector<double> n32(B);
+    for (int b = 0; b < B; ++b) {
+      Batch one;
+      one.batch = 1;
+      one.steps = T;
+      one.inputs.assign(batch.inputs.begin() + b * T, batch.inputs.begin() + (b + 1) * T);
+      one.targets.assign(batch.targets.begin() + b * T, batch.targets.begin() + (b + 1) * T);
+      one.weights.assign(batch.weights.begin() + b * T, batch.weights.begin() + (b + 1) * T);
+      f32->Step(one, true, 1);
+      f32->GetGrads(per[b].data());
+      double q = 0;
+      for (float v : per[b]) q += double(v) * v;
+      n32[b] = std::sqrt(q);
+    }
+    const double lo = *std::min_element(n32.begin(), n32.end());
+    const double hi = *std::max_element(n32.begin(), n32.end());
+    ASSERT_GT(hi, 1.5 * lo) << "the factors do not spread";
+    PerExampleClip clip{float(lo), nullptr};
+    be->Step(batch, true, 1, &clip);
+    std::vector<float> got(L.total), expect(L.total, 0.0f);
+    be->GetGrads(got.data());
+    for (int b = 0; b < B; ++b) {
+      const double s = std::min(1.0, lo / n32[b]);
+      for (size_t i = 0; i < L.total; ++i) expect[i] += float(s * per[b][i]);
+    }
+    for (const auto& t : L.tensors) {
+      const double e = RelErr(got.data() + t.offset, expect.data() + t.offset, t.size());
+      EXPECT_LT(e, 2e-2) << t.name << " B=" << B;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Architectures, Bf16Step, ::testing::ValuesIn(kAllArchitectures),
                          [](const auto& i) { return std::string(ArchitectureName(i.param)); });
 

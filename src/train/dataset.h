@@ -116,7 +116,8 @@ class SequenceData {
 // target [t1, .., tk]: the model learns the whole record starting from the
 // record separator, exactly as generation starts. Records longer than
 // max_steps tokens are truncated to their first max_steps tokens (counted and
-// reported). A batch is padded to its longest record; padding has weight 0.
+// reported). A batch is padded to its longest record, and DP chunks also to
+// PaddedRows rows (empty examples); padding has weight 0.
 class RecordData {
  public:
   // DP-SGD's chunks pad their rows to PaddedRows(n, kDpRowQuantum)

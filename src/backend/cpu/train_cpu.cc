@@ -420,7 +420,10 @@ class TrainImpl final : public CpuTrainBackend {
   float* DzH(int l) { return gru_ ? dzh_[l].data() : dz_[l].data(); }
   // rounded: use the bf16 copies of x, h and dz (bf16 only; not after the
   // clip path rescaled dz).
-  void LayerWeightGrads(int l, bool rounded);
+  void LayerWeightGrads(int l, bool rounded, const float* xscale = nullptr);
+  void ScaledRowsBf16(const float* src, int width, int shift, const float* s, uint16_t* dst);
+  void PairDzRows(size_t row, int b, int c, size_t kpad);
+  void ClipBiasFromSums(const float* s);
   void ClipScaleRows(int l, const float* s);
   StepStats ClipStep(const Batch& batch, const PerExampleClip& clip);
   // dX_l = dZ_l Wx^T into dx (bf16: from the rounded dz and weights).
@@ -521,6 +524,13 @@ class TrainImpl final : public CpuTrainBackend {
   Buffer<uint16_t> xt16_;
   static int LdT(int r) { return r; }
   Buffer<uint16_t> dzh16_;                        // [R, GH] dzh (gru only)
+  // Clip path, bf16 lstm (ClipStep): layer 0's weight gradients scale the A
+  // side of the GEMMs (s_b x_t, s_b h_{t-1}) instead of dz, so that the
+  // backward's own dz16_ / dzv16_ serve (no pass over dz); pbias_ holds each
+  // example's sum_t dz_t, its bias gradient before the clip factor.
+  bool clip_xs_ = false;
+  Buffer<float> pbias_;    // [maxB, GH]
+  Buffer<uint16_t> xs16_;  // [R, max(Emb, H)] s_b x_t or s_b h_{t-1}, rounded
   Buffer<float> zs_;                              // [maxB, GH] z_t of the lstm's step
   // bf16: each recurrence thread's slice of Wh (forward) and Wh^T (backward)
   // per layer, packed by oneDNN once per weights version and reused by the T
@@ -882,6 +892,26 @@ inline void ZeroColumns(float* a, float* b, int B, int H, int u0, int nu) {
   }
 }
 
+#if defined(__AVX512BW__)
+// dzv16_'s row pair holding dz16_ row `row` (example b), columns c..c+63, once
+// both rows exist: the backward writes rows from t = T - 1 down, b upwards, so
+// an odd row pairs with row - 1 of its own timestep (b > 0), and the last row
+// of a timestep (even) with row + 1 (b = 0 of t + 1, written earlier) or, past
+// the end (odd R), with zeros.
+void TrainImpl::PairDzRows(size_t row, int b, int c, size_t kpad) {
+  alignas(64) static constexpr uint16_t kZero[64] = {};
+  const size_t H4 = size_t(G_) * spec_.rnn_units;
+  const uint16_t* d = dz16_.data() + c;
+  uint16_t* v = dzv16_.data();
+  if (row & 1) {
+    if (b > 0) InterleaveBf16Pair64(d + (row - 1) * H4, d + row * H4, v + VnniOffset(row - 1, c, kpad));
+  } else if (b == B_ - 1) {
+    const uint16_t* next = row + 1 < size_t(R_) ? d + (row + 1) * H4 : kZero;
+    InterleaveBf16Pair64(d + row * H4, next, v + VnniOffset(row, c, kpad));
+  }
+}
+#endif
+
 // dh_above: [R, H] dL/d(dropout(h_l)) (pre-mask) from the layer above / dense.
 // Writes dz_[l]; with accumulate_bias, the permuted bias gradient to bscratch_.
 void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate_bias) {
@@ -909,7 +939,12 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
   [[maybe_unused]] const bool bf16_cell = bf16_ && ub == 16 && kVectorBf16Cells;
   // With an even batch, rows 2i and 2i + 1 of dz (the same timestep) also go
   // to dzv16_ as one row pair of the blocked layout; its padding rows zero.
-  dzv_ok_ = bf16_only && kVnniDz && B % 2 == 0;
+  // The clip path's layer 0 under clip_xs_ (ClipStep): the same for any batch
+  // (a pair may straddle two timesteps) and each example's sum_t dz_t into
+  // pbias_ (the bias gradient before its clip factor).
+  const bool xs = clip_xs_ && l == 0 && bf16_cell;
+  dzv_ok_ = (bf16_only && kVnniDz && B % 2 == 0) || xs;
+  float* pbias = xs ? pbias_.data() : nullptr;  // [B, 4H]
   [[maybe_unused]] uint16_t* dzv = dzv_ok_ ? dzv16_.data() : nullptr;
   [[maybe_unused]] const size_t kpad = VnniPadK(size_t(R_));
   if (dzv && kpad != size_t(R_))
@@ -926,6 +961,8 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
                           : nullptr;
     ZeroColumns(dhrec, dcn, B, H, u0, nu);
     if (accumulate_bias) std::memset(db + 4 * u0, 0, 4 * nu * sizeof(float));
+    if (pbias)
+      for (int b = 0; b < B; ++b) std::memset(pbias + size_t(b) * H4 + 4 * u0, 0, 4 * nu * sizeof(float));
     for (int t = T - 1; t >= 0; --t) {
       float* dzt = dz + size_t(t) * B * H4;  // [B, 4H]
       if (t < T - 1 && nu > 0) {
@@ -964,8 +1001,12 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
             continue;
           }
           if (bf16_cell) {
+            float* sums = pbias ? pbias + size_t(b) * H4 + k * 4 * ub : accumulate_bias ? dbr : nullptr;
             LstmBackCell16Bf16(gr, cp, tcr, cr, dha, mr, keep_scale, dhr, dcr,
-                               dz16 + row * H4 + k * 4 * ub, accumulate_bias ? dbr : nullptr, dzr);
+                               dz16 + row * H4 + k * 4 * ub, sums, dzr);
+#if defined(__AVX512BW__)
+            if (xs) PairDzRows(row, b, k * 64, kpad);
+#endif
             continue;
           }
 #endif
@@ -1133,13 +1174,23 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
 
 // Weight gradients of layer l from dz_[l] (already scaled on the clip path):
 // dWh = H_{prev}^T dZ, dWx = X^T dZ, db = bscratch_ (the recurrence's sums, or
-// ClipScaleRows).
-void TrainImpl::LayerWeightGrads(int l, bool rounded) {
+// ClipScaleRows / ClipBiasFromSums). xscale (bf16, the clip path's clip_xs_):
+// dz unscaled, the A side scaled instead, s_b h_{t-1} and s_b x_t rounded
+// once from fp32 into xs16_.
+void TrainImpl::LayerWeightGrads(int l, bool rounded, const float* xscale) {
   const int B = B_, T = T_, H = spec_.rnn_units, H4 = G_ * H;  // H4: G H columns
   const auto& Ly = lay_[l];
   float* g = Grads();
   rounded = rounded && bf16_;
+  DS_CHECK(!xscale || (rounded && !gru_));  // the scaled A side: bf16 lstm GEMMs only
   const uint16_t* dzh16 = gru_ ? dzh16_.data() : dz16_.data();
+  // bf16 A sides: [R, H] h_{t-1} (h_{-1} = 0), [R, in] x (fp32: no copies)
+  const uint16_t* ah = rounded ? H16(l) - size_t(B) * H : nullptr;
+  const uint16_t* ax = rounded ? X16(l) : nullptr;
+  if (xscale && T > 1) {
+    ScaledRowsBf16(h_[l].data(), H, B, xscale, xs16_.data());
+    ah = xs16_.data();
+  }
   // B = dz from dzv16_ (where oneDNN runs that layout with its brgemm kernels).
   const bool vnni = rounded && !gru_ && dzv_ok_ &&
                     BgemmVnniBIsBrgemm(false, H, H4, R_, LdT(R_), H4) &&
@@ -1147,13 +1198,13 @@ void TrainImpl::LayerWeightGrads(int l, bool rounded) {
   if (T > 1) {
     if (vnni) {
       // A = H_{prev}^T laid out once (the GEMM would copy a transposed A).
-      TransposeBf16Split(nt_, R_, H, H16(l) - size_t(B) * H, H, xt16_.data(), LdT(R_));
+      TransposeBf16Split(nt_, R_, H, ah, H, xt16_.data(), LdT(R_));
       BgemmSplitVnniB(nt_, false, H, H4, R_, 1.0f, xt16_.data(), LdT(R_), dzv16_.data(), 0.0f,
                       wscratch_.data(), H4);
     } else if (rounded) {
       // Over all R rows, h_{-1} = 0 (K = R: measured faster than (T - 1) B).
-      BgemmSplit(nt_, 'n', true, false, H, H4, R_, 1.0f, H16(l) - size_t(B) * H, H, dzh16, H4,
-                 0.0f, wscratch_.data(), H4);
+      BgemmSplit(nt_, 'n', true, false, H, H4, R_, 1.0f, ah, H, dzh16, H4, 0.0f,
+                 wscratch_.data(), H4);
     } else {
       BigGemm('n', true, false, H, H4, (T - 1) * B, 1.0f, h_[l].data(), H,
               DzH(l) + size_t(B) * H4, H4, 0.0f, wscratch_.data(), H4);
@@ -1162,13 +1213,17 @@ void TrainImpl::LayerWeightGrads(int l, bool rounded) {
   } else {
     std::memset(g + Ly.wh, 0, size_t(H) * H4 * sizeof(float));
   }
+  if (xscale) {  // after the h side's GEMM: xs16_ is reused
+    ScaledRowsBf16(LayerInput(l), Ly.in, 0, xscale, xs16_.data());
+    ax = xs16_.data();
+  }
   if (vnni) {
-    TransposeBf16Split(nt_, R_, Ly.in, X16(l), Ly.in, xt16_.data(), LdT(R_));
+    TransposeBf16Split(nt_, R_, Ly.in, ax, Ly.in, xt16_.data(), LdT(R_));
     BgemmSplitVnniB(nt_, false, Ly.in, H4, R_, 1.0f, xt16_.data(), LdT(R_), dzv16_.data(), 0.0f,
                     wscratch_.data(), H4);
   } else if (rounded) {
-    BgemmSplit(nt_, 'n', true, false, Ly.in, H4, R_, 1.0f, X16(l), Ly.in, dz16_.data(),
-               H4, 0.0f, wscratch_.data(), H4);
+    BgemmSplit(nt_, 'n', true, false, Ly.in, H4, R_, 1.0f, ax, Ly.in, dz16_.data(), H4, 0.0f,
+               wscratch_.data(), H4);
   } else {
     BigGemm('n', true, false, Ly.in, H4, R_, 1.0f, LayerInput(l), Ly.in, dz_[l].data(), H4, 0.0f,
             wscratch_.data(), H4);
@@ -1176,6 +1231,45 @@ void TrainImpl::LayerWeightGrads(int l, bool rounded) {
   Unpermute(wscratch_.data(), Ly.in, g + Ly.wx);
   const int bias_rows = gru_ ? 2 : 1;  // gru: row 0 from dz (bx), row 1 from dzh (bh)
   Unpermute(bscratch_.data(), bias_rows, g + Ly.b);
+}
+
+// dst [R, width] row r = bf16(s_{r mod B} src[r - shift]), zero for r < shift
+// (shift = B: h_{t-1} with h_{-1} = 0), rounded once to nearest.
+void TrainImpl::ScaledRowsBf16(const float* src, int width, int shift, const float* s,
+                               uint16_t* dst) {
+  const int B = B_, R = R_;
+  const int nt = std::min(nt_, std::max(1, R / 64));
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int r = 0; r < R; ++r) {
+    uint16_t* d = dst + size_t(r) * width;
+    if (r < shift) {
+      std::memset(d, 0, size_t(width) * sizeof(uint16_t));
+      continue;
+    }
+    const float sb = s[r % B];
+    const float* x = src + size_t(r - shift) * width;
+    alignas(64) float tmp[256];
+    for (int c0 = 0; c0 < width; c0 += 256) {
+      const int n = std::min(256, width - c0);
+#pragma omp simd
+      for (int c = 0; c < n; ++c) tmp[c] = x[c0 + c] * sb;
+      ToBf16(tmp, size_t(n), d + c0);
+    }
+  }
+}
+
+// bscratch_ = sum_b s_b pbias_[b] (clip_xs_: layer 0's clipped bias
+// gradient), each column summed over b in order.
+void TrainImpl::ClipBiasFromSums(const float* s) {
+  const int B = B_, H4 = G_ * spec_.rnn_units;
+  float* db = bscratch_.data();
+  std::memset(db, 0, size_t(H4) * sizeof(float));
+  for (int b = 0; b < B; ++b) {
+    const float sb = s[b];
+    const float* p = pbias_.data() + size_t(b) * H4;
+#pragma omp simd
+    for (int c = 0; c < H4; ++c) db[c] += sb * p[c];
+  }
 }
 
 void TrainImpl::LayerInputGrad(int l, float* dx) {
@@ -1965,7 +2059,10 @@ void TrainImpl::ClipEmbeddingNorms(const Batch& batch, const float* dx0, double*
 #pragma omp simd
         for (int e = 0; e < E; ++e) acc[e] += r[e];
       }
-      for (int e = 0; e < E; ++e) n2 += double(acc[e]) * acc[e];
+      double g2 = 0;  // vector partial sums: the serial chain of double adds cost more than the rows
+#pragma omp simd reduction(+ : g2)
+      for (int e = 0; e < E; ++e) g2 += double(acc[e]) * acc[e];
+      n2 += g2;
       i = k;
     }
     norm2[b] += n2;
@@ -2032,6 +2129,13 @@ StepStats TrainImpl::ClipStep(const Batch& batch, const PerExampleClip& clip) {
         clip_len_[size_t(b)] = t + 1;
         break;
       }
+  // bf16 lstm: layer 0's weight gradients scale the GEMMs' A side (clip_xs_).
+  clip_xs_ = bf16_ && !gru_ && kVnniDz && ub_ == 16 && (G_ * spec_.rnn_units) % 64 == 0;
+  if (clip_xs_) {
+    const size_t GH = size_t(G_) * spec_.rnn_units, wmax = std::max(E, spec_.rnn_units);
+    if (pbias_.size() < size_t(max_b_) * GH) pbias_.Resize(size_t(max_b_) * GH);
+    if (xs16_.size() < size_t(R_) * wmax) xs16_.Resize(size_t(max_b_) * max_t_ * wmax);
+  }
   const bool ranged = PlanClipRanged(batch);
   StepStats st = ranged ? ClipRangedNorms(batch, dx_[cur].data(), norm2.data())
                         : DenseClipNorms(batch, dx_[cur].data(), norm2.data());
@@ -2082,9 +2186,14 @@ StepStats TrainImpl::ClipStep(const Batch& batch, const PerExampleClip& clip) {
     }
   }
   for (int l = 0; l < L; ++l) {
-    ClipScaleRows(l, s.data());
+    const bool xs = clip_xs_ && l == 0;  // dz16_ / dzv16_ still hold layer 0's dz
+    if (xs) {
+      ClipBiasFromSums(s.data());
+    } else {
+      ClipScaleRows(l, s.data());
+    }
     prof_.Mark(kClipGrads);
-    LayerWeightGrads(l, /*rounded=*/true);
+    LayerWeightGrads(l, /*rounded=*/true, xs ? s.data() : nullptr);
   }
   prof_.Mark(kBwdDw);
   EmbeddingGrad(batch, dx0);
