@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace ds {
 namespace cpu {
@@ -14,6 +15,9 @@ namespace cpu {
 // 16 (a masked tail). Measured on the DP telco run (T ~ 21, k 64-512): 9.9 ms
 // per 512-record step against 16.4 with an OpenBLAS ssyrk call per example.
 void GramLower(int n, int k, const float* a, size_t lda, float* g);
+// The same on bf16 rows (the bf16 clip path's rounded copies; half the bytes):
+// products of the rounded values summed in fp32 (AVX512_BF16: vdpbf16ps).
+void GramLowerBf16(int n, int k, const uint16_t* a, size_t lda, float* g);
 
 }  // namespace cpu
 }  // namespace ds

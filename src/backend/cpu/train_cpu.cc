@@ -1002,8 +1002,9 @@ void TrainImpl::RecurrenceBackward(int l, const float* dh_above, bool accumulate
           }
           if (bf16_cell) {
             float* sums = pbias ? pbias + size_t(b) * H4 + k * 4 * ub : accumulate_bias ? dbr : nullptr;
+            // xs: no fp32 dz (the Grams read dz16_, the bias its sums).
             LstmBackCell16Bf16(gr, cp, tcr, cr, dha, mr, keep_scale, dhr, dcr,
-                               dz16 + row * H4 + k * 4 * ub, sums, dzr);
+                               dz16 + row * H4 + k * 4 * ub, sums, xs ? nullptr : dzr);
 #if defined(__AVX512BW__)
             if (xs) PairDzRows(row, b, k * 64, kpad);
 #endif
@@ -1908,12 +1909,31 @@ void TrainImpl::SumDenseThreadGrads(int nt) {
 // side; the same buffer for the lstm):
 // sum_{t,s} (dz_t.dz_s)(x_t.x_s) + (dzh_t.dzh_s)(h_{t-1}.h_{s-1})
 //   + ||sum_t dz_t||^2 (+ ||sum_t dzh_t||^2, the gru's second bias row).
+//
+// bf16: from the rounded copies instead (the forward's X16, H16 and the
+// backward's dz16_ / dzh16_, which hold layer l's dz until the next layer's
+// backward), half the bytes and vdpbf16ps: the norm of the gradient of the
+// rounded operands, which ClipStep's bound relates to the true one.
+// slack[b] += sum_t ||x_t|| ||dz_t|| + ||h_{t-1}|| ||dzh_t|| + ||dz_t|| (+
+// ||dzh_t||: the biases, an input of norm 1) of the values the Grams read.
 void TrainImpl::ClipLayerNorms(int l, double* norm2, double* slack) {
   const int B = B_, T = T_, H = spec_.rnn_units, H4 = G_ * H, in = lay_[l].in;
+  const bool r16 = bf16_;
   const float* x = LayerInput(l);
   const float* h = h_[l].data();
   const float* dz = dz_[l].data();
   const float* dzh = DzH(l);
+  const uint16_t* x16 = r16 ? X16(l) : nullptr;
+  const uint16_t* h16 = r16 ? H16(l) : nullptr;
+  const uint16_t* dz16 = r16 ? dz16_.data() : nullptr;
+  const uint16_t* dzh16 = r16 ? (gru_ ? dzh16_.data() : dz16_.data()) : nullptr;
+  auto gram = [&](int n, int k, const float* a, const uint16_t* a16, int b, float* g) {
+    if (r16) {
+      GramLowerBf16(n, k, a16 + size_t(b) * k, size_t(B) * k, g);
+    } else {
+      GramLower(n, k, a + size_t(b) * k, size_t(B) * k, g);
+    }
+  };
   const int nt = std::min(nt_, B);
   gram_.resize(std::max<size_t>(gram_.size(), nt));
 #pragma omp parallel for num_threads(nt) schedule(static)
@@ -1926,13 +1946,13 @@ void TrainImpl::ClipLayerNorms(int l, double* norm2, double* slack) {
     float* gz = gh + size_t(T) * T;       // [Tb, Tb]
     float* gzh = gz + size_t(T) * T;      // [Tb, Tb] (gru; the lstm uses gz)
     double n2 = 0;
-    GramLower(Tb, in, x + size_t(b) * in, B * in, gx);
-    GramLower(Tb, H4, dz + size_t(b) * H4, B * H4, gz);
+    gram(Tb, in, x, x16, b, gx);
+    gram(Tb, H4, dz, dz16, b, gz);
     if (gru_)
-      GramLower(Tb, H4, dzh + size_t(b) * H4, B * H4, gzh);
+      gram(Tb, H4, dzh, dzh16, b, gzh);
     else
       gzh = gz;
-    GramLower(Tb - 1, H, h + size_t(b) * H, B * H, gh);
+    gram(Tb - 1, H, h, h16, b, gh);
     // Lower triangles (s <= t), off-diagonal entries twice. The bias:
     // ||sum_t dz_t||^2 = sum_{t,s} dz_t.dz_s (and dzh, the gru's bh).
     for (int t = 0; t < Tb; ++t)
@@ -1947,7 +1967,8 @@ void TrainImpl::ClipLayerNorms(int l, double* norm2, double* slack) {
     double sl = 0;  // from the diagonals: ||x_t||^2 = gx[t, t], ...
     for (int t = 0; t < Tb; ++t) {
       const size_t d = size_t(t) * Tb + t;
-      sl += std::sqrt(std::max(0.0, double(gx[d]) * gz[d]));
+      sl += std::sqrt(std::max(0.0, double(gx[d]) * gz[d])) + std::sqrt(std::max(0.0f, gz[d]));
+      if (gru_) sl += std::sqrt(std::max(0.0f, gzh[d]));
       if (t > 0)
         sl += std::sqrt(std::max(0.0, double(gh[size_t(t - 1) * (Tb - 1) + (t - 1)]) * gzh[d]));
     }
@@ -2160,12 +2181,19 @@ StepStats TrainImpl::ClipStep(const Batch& batch, const PerExampleClip& clip) {
   std::vector<float> s(B);             // clip factor per example
   std::vector<double> dense_scale(B);  // clip factor / example weight sum
   if (clip.norms) clip.norms->assign(B, 0.0f);
-  // bf16: the recurrent weight gradients come from bf16-rounded layer inputs
-  // and scaled dz (round to nearest, u = 2^-8), so example b's summed gradient
-  // may differ from s_b g_b by up to s_b (2u + u^2) slack[b] in L2 (||ab^T|| =
-  // ||a|| ||b|| per step; all other parts are fp32). The clip factor covers
-  // that bound: ||summed|| <= s_b (||g_b|| + bound) <= C.
-  const double u = bf16_ ? 1.0 / 256 : 0.0, rel = 2 * u + u * u;
+  // bf16 (round to nearest, u = 2^-8; docs/privacy.md "bf16 and the clip
+  // bound"). The recurrent parts of example b's gradient are sums of rank-1
+  // terms a_t b_t^T (a: x_t, h_{t-1}, or 1 for a bias; b: dz_t). The norm n
+  // comes from the Grams of the rounded values (ClipLayerNorms): n = ||g~_b||,
+  // g~_b built from a~ = round(a), b~ = round(b), exactly. The summed
+  // gradient's GEMMs read round(s_b a) against b~ (layer 0 under clip_xs_) or
+  // a~ against round(s_b b) (the other layers), and the biases sum fp32 dz: a
+  // term moves from s_b a~ b~^T by at most 2u s_b ||a|| ||b~|| (or ||a~|| ||b||)
+  // <= 2u / (1 - u) s_b ||a~|| ||b~||, so ||summed_b|| <= s_b (n + rel
+  // slack[b]) with rel = 2u / (1 - u) and slack[b] = sum_t ||a~_t|| ||b~_t||.
+  // The clip factor covers that bound. The other parts (dense, embedding) are
+  // fp32 on the same values in the norm and in the gradient.
+  const double u = bf16_ ? 1.0 / 256 : 0.0, rel = 2 * u / (1 - u);
   for (int b = 0; b < B; ++b) {
     const double n = std::sqrt(std::max(0.0, norm2[b]));
     const double nb = n + rel * slack[b];
