@@ -422,6 +422,8 @@ class TrainImpl final : public CpuTrainBackend {
   // clip path rescaled dz).
   void LayerWeightGrads(int l, bool rounded, const float* xscale = nullptr);
   void ScaledRowsBf16(const float* src, int width, int shift, const float* s, uint16_t* dst);
+  void ScaledTransposeBf16(const float* src, int width, int shift, const float* s, uint16_t* dst,
+                           int ldd);
   void PairDzRows(size_t row, int b, int c, size_t kpad);
   void ClipBiasFromSums(const float* s);
   void ClipScaleRows(int l, const float* s);
@@ -1188,18 +1190,23 @@ void TrainImpl::LayerWeightGrads(int l, bool rounded, const float* xscale) {
   // bf16 A sides: [R, H] h_{t-1} (h_{-1} = 0), [R, in] x (fp32: no copies)
   const uint16_t* ah = rounded ? H16(l) - size_t(B) * H : nullptr;
   const uint16_t* ax = rounded ? X16(l) : nullptr;
-  if (xscale && T > 1) {
-    ScaledRowsBf16(h_[l].data(), H, B, xscale, xs16_.data());
-    ah = xs16_.data();
-  }
   // B = dz from dzv16_ (where oneDNN runs that layout with its brgemm kernels).
   const bool vnni = rounded && !gru_ && dzv_ok_ &&
                     BgemmVnniBIsBrgemm(false, H, H4, R_, LdT(R_), H4) &&
                     BgemmVnniBIsBrgemm(false, Ly.in, H4, R_, LdT(R_), H4);
+  // xscale with the VNNI GEMMs: scaled, rounded and transposed in one pass.
+  if (xscale && T > 1 && !vnni) {
+    ScaledRowsBf16(h_[l].data(), H, B, xscale, xs16_.data());
+    ah = xs16_.data();
+  }
   if (T > 1) {
     if (vnni) {
       // A = H_{prev}^T laid out once (the GEMM would copy a transposed A).
-      TransposeBf16Split(nt_, R_, H, ah, H, xt16_.data(), LdT(R_));
+      if (xscale) {
+        ScaledTransposeBf16(h_[l].data(), H, B, xscale, xt16_.data(), LdT(R_));
+      } else {
+        TransposeBf16Split(nt_, R_, H, ah, H, xt16_.data(), LdT(R_));
+      }
       BgemmSplitVnniB(nt_, false, H, H4, R_, 1.0f, xt16_.data(), LdT(R_), dzv16_.data(), 0.0f,
                       wscratch_.data(), H4);
     } else if (rounded) {
@@ -1214,12 +1221,16 @@ void TrainImpl::LayerWeightGrads(int l, bool rounded, const float* xscale) {
   } else {
     std::memset(g + Ly.wh, 0, size_t(H) * H4 * sizeof(float));
   }
-  if (xscale) {  // after the h side's GEMM: xs16_ is reused
+  if (xscale && !vnni) {  // after the h side's GEMM: xs16_ is reused
     ScaledRowsBf16(LayerInput(l), Ly.in, 0, xscale, xs16_.data());
     ax = xs16_.data();
   }
   if (vnni) {
-    TransposeBf16Split(nt_, R_, Ly.in, ax, Ly.in, xt16_.data(), LdT(R_));
+    if (xscale) {
+      ScaledTransposeBf16(LayerInput(l), Ly.in, 0, xscale, xt16_.data(), LdT(R_));
+    } else {
+      TransposeBf16Split(nt_, R_, Ly.in, ax, Ly.in, xt16_.data(), LdT(R_));
+    }
     BgemmSplitVnniB(nt_, false, Ly.in, H4, R_, 1.0f, xt16_.data(), LdT(R_), dzv16_.data(), 0.0f,
                     wscratch_.data(), H4);
   } else if (rounded) {
@@ -1255,6 +1266,48 @@ void TrainImpl::ScaledRowsBf16(const float* src, int width, int shift, const flo
 #pragma omp simd
       for (int c = 0; c < n; ++c) tmp[c] = x[c0 + c] * sb;
       ToBf16(tmp, size_t(n), d + c0);
+    }
+  }
+}
+
+// ScaledRowsBf16 transposed in the same pass: dst [width, ldd] with
+// dst[c ldd + r] = bf16(s_{r mod B} src[r - shift][c]) (zero for r < shift),
+// the A side of the VNNI weight-gradient GEMMs (xt16_), in 16 x 16 tiles.
+void TrainImpl::ScaledTransposeBf16(const float* src, int width, int shift, const float* s,
+                                    uint16_t* dst, int ldd) {
+  const int B = B_, R = R_, blocks = (R + 15) / 16;
+  const int nt = std::min(nt_, std::max(1, blocks / 4));
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int blk = 0; blk < blocks; ++blk) {
+    const int r0 = blk * 16, nr = std::min(16, R - r0);
+    alignas(64) float a[16 * 16], t[16 * 16];
+    for (int c0 = 0; c0 < width; c0 += 16) {
+      const int nc = std::min(16, width - c0);
+      for (int i = 0; i < 16; ++i) {
+        const int r = r0 + i;
+        float* ai = a + i * 16;
+        std::memset(ai, 0, 16 * sizeof(float));
+        if (i >= nr || r < shift) continue;
+        const float sb = s[r % B];
+        const float* x = src + size_t(r - shift) * width + c0;
+#pragma omp simd
+        for (int c = 0; c < nc; ++c) ai[c] = x[c] * sb;
+      }
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+      Transpose16x16(a, 16, t, 16);
+      for (int c = 0; c < nc; ++c) {
+        uint16_t* d = dst + size_t(c0 + c) * ldd + r0;
+        if (nr == 16) {
+          StoreBf16x16(d, _mm512_load_ps(t + c * 16));
+        } else {
+          for (int i = 0; i < nr; ++i) d[i] = ToBf16(t[c * 16 + i]);
+        }
+      }
+#else
+      for (int c = 0; c < nc; ++c)
+        for (int i = 0; i < nr; ++i) dst[size_t(c0 + c) * ldd + r0 + i] = ToBf16(a[i * 16 + c]);
+      (void)t;
+#endif
     }
   }
 }
