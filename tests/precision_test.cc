@@ -454,17 +454,22 @@ TEST_P(Bf16Step, ClippedSumUsesEachExamplesFactor) {
     const double lo = *std::min_element(n32.begin(), n32.end());
     const double hi = *std::max_element(n32.begin(), n32.end());
     ASSERT_GT(hi, 1.5 * lo) << "the factors do not spread";
-    PerExampleClip clip{float(lo), nullptr};
-    be->Step(batch, true, 1, &clip);
-    std::vector<float> got(L.total), expect(L.total, 0.0f);
-    be->GetGrads(got.data());
+    std::vector<float> expect(L.total, 0.0f);
     for (int b = 0; b < B; ++b) {
       const double s = std::min(1.0, lo / n32[b]);
       for (size_t i = 0; i < L.total; ++i) expect[i] += float(s * per[b][i]);
     }
-    for (const auto& t : L.tensors) {
-      const double e = RelErr(got.data() + t.offset, expect.data() + t.offset, t.size());
-      EXPECT_LT(e, 3e-2) << t.name << " B=" << B;
+    // Two threads: the recurrence's unit blocks (H = 32: two) split between them.
+    for (int threads : {1, 2}) {
+      be->SetThreads(threads);
+      PerExampleClip clip{float(lo), nullptr};
+      be->Step(batch, true, 1, &clip);
+      std::vector<float> got(L.total);
+      be->GetGrads(got.data());
+      for (const auto& t : L.tensors) {
+        const double e = RelErr(got.data() + t.offset, expect.data() + t.offset, t.size());
+        EXPECT_LT(e, 3e-2) << t.name << " B=" << B << " threads=" << threads;
+      }
     }
   }
 }
