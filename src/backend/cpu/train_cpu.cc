@@ -421,9 +421,8 @@ class TrainImpl final : public CpuTrainBackend {
   // rounded: use the bf16 copies of x, h and dz (bf16 only; not after the
   // clip path rescaled dz).
   void LayerWeightGrads(int l, bool rounded, const float* xscale = nullptr);
-  void ScaledRowsBf16(const float* src, int width, int shift, const float* s, uint16_t* dst);
-  void ScaledTransposeBf16(const float* src, int width, int shift, const float* s, uint16_t* dst,
-                           int ldd);
+  void ScaledRowsBf16(const uint16_t* src, int width, const float* s, uint16_t* dst);
+  void ScaledTransposeBf16(const uint16_t* src, int width, const float* s, uint16_t* dst, int ldd);
   void PairDzRows(size_t row, int b, int c, size_t kpad);
   void ClipBiasFromSums(const float* s);
   void ClipScaleRows(int l, const float* s);
@@ -1178,8 +1177,8 @@ void TrainImpl::GruBackward(int l, const float* dh_above, bool accumulate_bias) 
 // Weight gradients of layer l from dz_[l] (already scaled on the clip path):
 // dWh = H_{prev}^T dZ, dWx = X^T dZ, db = bscratch_ (the recurrence's sums, or
 // ClipScaleRows / ClipBiasFromSums). xscale (bf16, the clip path's clip_xs_):
-// dz unscaled, the A side scaled instead, s_b h_{t-1} and s_b x_t rounded
-// once from fp32 into xs16_.
+// dz unscaled, the A side scaled instead: round(s_b h~_{t-1}), round(s_b x~_t)
+// from the forward's bf16 copies (into xt16_ transposed, or xs16_).
 void TrainImpl::LayerWeightGrads(int l, bool rounded, const float* xscale) {
   const int B = B_, T = T_, H = spec_.rnn_units, H4 = G_ * H;  // H4: G H columns
   const auto& Ly = lay_[l];
@@ -1196,14 +1195,14 @@ void TrainImpl::LayerWeightGrads(int l, bool rounded, const float* xscale) {
                     BgemmVnniBIsBrgemm(false, Ly.in, H4, R_, LdT(R_), H4);
   // xscale with the VNNI GEMMs: scaled, rounded and transposed in one pass.
   if (xscale && T > 1 && !vnni) {
-    ScaledRowsBf16(h_[l].data(), H, B, xscale, xs16_.data());
+    ScaledRowsBf16(ah, H, xscale, xs16_.data());
     ah = xs16_.data();
   }
   if (T > 1) {
     if (vnni) {
       // A = H_{prev}^T laid out once (the GEMM would copy a transposed A).
       if (xscale) {
-        ScaledTransposeBf16(h_[l].data(), H, B, xscale, xt16_.data(), LdT(R_));
+        ScaledTransposeBf16(ah, H, xscale, xt16_.data(), LdT(R_));
       } else {
         TransposeBf16Split(nt_, R_, H, ah, H, xt16_.data(), LdT(R_));
       }
@@ -1222,12 +1221,12 @@ void TrainImpl::LayerWeightGrads(int l, bool rounded, const float* xscale) {
     std::memset(g + Ly.wh, 0, size_t(H) * H4 * sizeof(float));
   }
   if (xscale && !vnni) {  // after the h side's GEMM: xs16_ is reused
-    ScaledRowsBf16(LayerInput(l), Ly.in, 0, xscale, xs16_.data());
+    ScaledRowsBf16(ax, Ly.in, xscale, xs16_.data());
     ax = xs16_.data();
   }
   if (vnni) {
     if (xscale) {
-      ScaledTransposeBf16(LayerInput(l), Ly.in, 0, xscale, xt16_.data(), LdT(R_));
+      ScaledTransposeBf16(ax, Ly.in, xscale, xt16_.data(), LdT(R_));
     } else {
       TransposeBf16Split(nt_, R_, Ly.in, ax, Ly.in, xt16_.data(), LdT(R_));
     }
@@ -1245,69 +1244,58 @@ void TrainImpl::LayerWeightGrads(int l, bool rounded, const float* xscale) {
   Unpermute(bscratch_.data(), bias_rows, g + Ly.b);
 }
 
-// dst [R, width] row r = bf16(s_{r mod B} src[r - shift]), zero for r < shift
-// (shift = B: h_{t-1} with h_{-1} = 0), rounded once to nearest.
-void TrainImpl::ScaledRowsBf16(const float* src, int width, int shift, const float* s,
-                               uint16_t* dst) {
+// dst [R, width] row r = round(s_{r mod B} src[r]), from the bf16 copies the
+// forward wrote (X16, or H16 - B rows for h_{t-1}, whose first B rows are
+// zero): one rounding of s_b a~ (ClipStep's bound), half the bytes of fp32.
+void TrainImpl::ScaledRowsBf16(const uint16_t* src, int width, const float* s, uint16_t* dst) {
   const int B = B_, R = R_;
   const int nt = std::min(nt_, std::max(1, R / 64));
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int r = 0; r < R; ++r) {
-    uint16_t* d = dst + size_t(r) * width;
-    if (r < shift) {
-      std::memset(d, 0, size_t(width) * sizeof(uint16_t));
-      continue;
-    }
     const float sb = s[r % B];
-    const float* x = src + size_t(r - shift) * width;
-    alignas(64) float tmp[256];
-    for (int c0 = 0; c0 < width; c0 += 256) {
-      const int n = std::min(256, width - c0);
-#pragma omp simd
-      for (int c = 0; c < n; ++c) tmp[c] = x[c0 + c] * sb;
-      ToBf16(tmp, size_t(n), d + c0);
-    }
+    const uint16_t* x = src + size_t(r) * width;
+    uint16_t* d = dst + size_t(r) * width;
+    for (int c = 0; c < width; ++c) d[c] = ToBf16(FromBf16(x[c]) * sb);
   }
 }
 
 // ScaledRowsBf16 transposed in the same pass: dst [width, ldd] with
-// dst[c ldd + r] = bf16(s_{r mod B} src[r - shift][c]) (zero for r < shift),
-// the A side of the VNNI weight-gradient GEMMs (xt16_), in 16 x 16 tiles.
-void TrainImpl::ScaledTransposeBf16(const float* src, int width, int shift, const float* s,
-                                    uint16_t* dst, int ldd) {
+// dst[c ldd + r] = round(s_{r mod B} src[r][c]), the A side of the VNNI
+// weight-gradient GEMMs (xt16_), in 16 x 16 tiles.
+void TrainImpl::ScaledTransposeBf16(const uint16_t* src, int width, const float* s, uint16_t* dst,
+                                    int ldd) {
   const int B = B_, R = R_, blocks = (R + 15) / 16;
   const int nt = std::min(nt_, std::max(1, blocks / 4));
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int blk = 0; blk < blocks; ++blk) {
     const int r0 = blk * 16, nr = std::min(16, R - r0);
-    alignas(64) float a[16 * 16], t[16 * 16];
-    for (int c0 = 0; c0 < width; c0 += 16) {
-      const int nc = std::min(16, width - c0);
-      for (int i = 0; i < 16; ++i) {
-        const int r = r0 + i;
-        float* ai = a + i * 16;
-        std::memset(ai, 0, 16 * sizeof(float));
-        if (i >= nr || r < shift) continue;
-        const float sb = s[r % B];
-        const float* x = src + size_t(r - shift) * width + c0;
-#pragma omp simd
-        for (int c = 0; c < nc; ++c) ai[c] = x[c] * sb;
-      }
 #if defined(__AVX512F__) && defined(__AVX512BF16__)
-      Transpose16x16(a, 16, t, 16);
-      for (int c = 0; c < nc; ++c) {
-        uint16_t* d = dst + size_t(c0 + c) * ldd + r0;
-        if (nr == 16) {
-          StoreBf16x16(d, _mm512_load_ps(t + c * 16));
-        } else {
-          for (int i = 0; i < nr; ++i) d[i] = ToBf16(t[c * 16 + i]);
-        }
+    if (nr == 16 && width % 16 == 0) {  // whole tiles
+      alignas(64) float a[16 * 16], t[16 * 16];
+      const uint16_t* rows[16];
+      __m512 sc[16];
+      for (int i = 0; i < 16; ++i) {
+        rows[i] = src + size_t(r0 + i) * width;
+        sc[i] = _mm512_set1_ps(s[(r0 + i) % B]);
       }
-#else
-      for (int c = 0; c < nc; ++c)
-        for (int i = 0; i < nr; ++i) dst[size_t(c0 + c) * ldd + r0 + i] = ToBf16(a[i * 16 + c]);
-      (void)t;
+      for (int c0 = 0; c0 < width; c0 += 16) {
+        for (int i = 0; i < 16; ++i) {
+          const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[i] + c0));
+          const __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+          _mm512_store_ps(a + i * 16, _mm512_mul_ps(x, sc[i]));
+        }
+        Transpose16x16(a, 16, t, 16);
+        for (int c = 0; c < 16; ++c)
+          StoreBf16x16(dst + size_t(c0 + c) * ldd + r0, _mm512_load_ps(t + c * 16));
+      }
+      continue;
+    }
 #endif
+    for (int i = 0; i < nr; ++i) {  // tails (and without AVX512_BF16)
+      const int r = r0 + i;
+      const float sb = s[r % B];
+      const uint16_t* x = src + size_t(r) * width;
+      for (int c = 0; c < width; ++c) dst[size_t(c) * ldd + r] = ToBf16(FromBf16(x[c]) * sb);
     }
   }
 }
@@ -2239,10 +2227,11 @@ StepStats TrainImpl::ClipStep(const Batch& batch, const PerExampleClip& clip) {
   // terms a_t b_t^T (a: x_t, h_{t-1}, or 1 for a bias; b: dz_t). The norm n
   // comes from the Grams of the rounded values (ClipLayerNorms): n = ||g~_b||,
   // g~_b built from a~ = round(a), b~ = round(b), exactly. The summed
-  // gradient's GEMMs read round(s_b a) against b~ (layer 0 under clip_xs_) or
-  // a~ against round(s_b b) (the other layers), and the biases sum fp32 dz: a
-  // term moves from s_b a~ b~^T by at most 2u s_b ||a|| ||b~|| (or ||a~|| ||b||)
-  // <= 2u / (1 - u) s_b ||a~|| ||b~||, so ||summed_b|| <= s_b (n + rel
+  // gradient's GEMMs read round(s_b a~) against b~ (layer 0 under clip_xs_:
+  // at most u s_b ||a~|| ||b~|| from s_b a~ b~^T) or a~ against round(s_b b)
+  // (the other layers: 2u s_b ||a~|| ||b|| <= 2u / (1 - u) s_b ||a~|| ||b~||),
+  // and the biases sum fp32 dz (u s_b ||b|| per term, likewise): every term
+  // within 2u / (1 - u) s_b ||a~|| ||b~||, so ||summed_b|| <= s_b (n + rel
   // slack[b]) with rel = 2u / (1 - u) and slack[b] = sum_t ||a~_t|| ||b~_t||.
   // The clip factor covers that bound. The other parts (dense, embedding) are
   // fp32 on the same values in the norm and in the gradient.
