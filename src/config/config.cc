@@ -209,6 +209,10 @@ void AddPrivacyKeys(KeyTable& add) {
   Reals(DS_KEY(dp_marginal_share, T::kDouble, G::kPrivacy,
                "with calibrate: share of dp_target_epsilon spent on the measured marginals"),
         0.001, 0.9);
+  Reals(DS_KEY(dp_bins_share, T::kDouble, G::kPrivacy,
+               "with calibrate and a schema: share of the marginals' release spent choosing the "
+               "numeric bins at noisy quantiles (0 = the schema's uniform bins; 0.1 under dp)"),
+        0, 0.9);
   DS_KEY(schema, T::kString, G::kTokenizer,
          "public schema JSON for the field tokenizer (required for it under dp; "
          "`datasynth schema` writes a template)")

@@ -77,6 +77,7 @@ struct Config {
   bool dp_store_value_rules = false;  // keep category sets / min / max under dp
   bool dp_deterministic_noise = false;  // TESTS ONLY: noise from the seed (no privacy)
   double dp_marginal_share = 0.1;  // share of dp_target_epsilon for the calibration marginals
+  double dp_bins_share = 0;        // share of the marginals' release for the numeric bins (train/dp_bins.h)
   // Copy guard (generate/copy_guard.h): generation rejects exact copies of
   // training rows seen fewer than copy_guard_min_count times (not under dp).
   bool copy_guard = true;

@@ -232,6 +232,19 @@ void ScaledBounds(const PublicColumn& c, int64_t* lo, int64_t* hi) {
   *hi = int64_t(std::floor(c.max * Pow10d(c.decimals) + 1e-9));
 }
 
+std::vector<int64_t> UniformBinEdges(int64_t lo, int64_t hi, int bins) {
+  const int64_t n = hi - lo + 1;
+  int64_t nb = bins > 0 ? bins : (n <= PublicSchema::kExactValues ? n : PublicSchema::kDefaultBins);
+  nb = std::clamp<int64_t>(nb, 1, n);
+  std::vector<int64_t> edges;
+  for (int64_t k = 0; k < nb; ++k) {
+    const int64_t e = lo + int64_t((__int128)k * n / nb);
+    if (edges.empty() || e > edges.back()) edges.push_back(e);
+  }
+  edges.push_back(hi + 1);
+  return edges;
+}
+
 std::string PublicSchema::DefaultAlphabet() {
   std::string s;
   for (char ch = 0x20; ch < 0x7f; ++ch) s += ch;

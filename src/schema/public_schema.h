@@ -79,6 +79,10 @@ struct PublicSchema {
 
 // A numeric column's bounds scaled to its precision: [ceil(min 10^D), floor(max 10^D)].
 void ScaledBounds(const PublicColumn& c, int64_t* lo, int64_t* hi);
+// Uniform bin edges over the scaled range [lo, hi]: `bins` of them (0: one per
+// value when there are at most kExactValues values, else kDefaultBins), at
+// most one per value; the last edge is hi + 1.
+std::vector<int64_t> UniformBinEdges(int64_t lo, int64_t hi, int bins);
 
 // Parses and checks a schema; errors name `source`, the column and the key.
 Result<PublicSchema> ParsePublicSchema(const nlohmann::json& j, const std::string& source);

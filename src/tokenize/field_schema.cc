@@ -1,6 +1,8 @@
 // FieldTokenizer::FromSchema: the field tokenizer's vocabulary from a public
 // schema (schema/public_schema.h) and nothing else. No value of the training
-// data is read here, so the tokenizer is the same whatever the private data.
+// data is read here, so the tokenizer is the same whatever the private data;
+// under dp the numeric bin edges may instead come from a DP release
+// (train/dp_bins.h), passed in.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,25 +14,11 @@
 
 namespace ds {
 
-namespace {
-
-// Uniform bin edges over the scaled range [lo, hi] (see public_schema.h).
-std::vector<int64_t> UniformEdges(int64_t lo, int64_t hi, int bins) {
-  const int64_t n = hi - lo + 1;
-  int64_t nb = bins > 0 ? bins : (n <= PublicSchema::kExactValues ? n : PublicSchema::kDefaultBins);
-  nb = std::clamp<int64_t>(nb, 1, n);
-  std::vector<int64_t> edges;
-  for (int64_t k = 0; k < nb; ++k) {
-    const int64_t e = lo + int64_t((__int128)k * n / nb);
-    if (edges.empty() || e > edges.back()) edges.push_back(e);
-  }
-  edges.push_back(hi + 1);
-  return edges;
-}
-
-}  // namespace
-
-Result<std::unique_ptr<FieldTokenizer>> FieldTokenizer::FromSchema(const PublicSchema& schema) {
+Result<std::unique_ptr<FieldTokenizer>> FieldTokenizer::FromSchema(
+    const PublicSchema& schema, const std::vector<std::vector<int64_t>>* edges) {
+  if (edges && edges->size() != schema.columns.size())
+    return DS_ERR(kInternal, "{}: bin edges for {} columns, the schema has {}", schema.source,
+                  edges->size(), schema.columns.size());
   std::unique_ptr<FieldTokenizer> t(new FieldTokenizer());
   t->rare_count_ = 1;
   for (const PublicColumn& pc : schema.columns) {
@@ -51,7 +39,17 @@ Result<std::unique_ptr<FieldTokenizer>> FieldTokenizer::FromSchema(const PublicS
         std::sort(col.missing.begin(), col.missing.end());
         int64_t lo = 0, hi = 0;
         ScaledBounds(pc, &lo, &hi);
-        col.edges = UniformEdges(lo, hi, pc.bins);
+        const size_t i = size_t(&pc - schema.columns.data());
+        if (edges && !(*edges)[i].empty()) {
+          const std::vector<int64_t>& e = (*edges)[i];
+          if (e.front() != lo || e.back() != hi + 1 || !std::is_sorted(e.begin(), e.end()) ||
+              std::adjacent_find(e.begin(), e.end()) != e.end() || e.size() > size_t(kExactBins) + 1)
+            return DS_ERR(kInternal, "{}: column '{}': bin edges do not partition [{}, {}]",
+                          schema.source, pc.name, lo, hi);
+          col.edges = e;
+        } else {
+          col.edges = UniformBinEdges(lo, hi, pc.bins);
+        }
         break;
       }
       case FieldType::kDatetime:

@@ -161,7 +161,11 @@ class FieldTokenizer final : public Tokenizer {
   // categories = the listed values (no <other>), numeric bins uniform over
   // [min, max] (or one per value), the listed years, missing spellings and
   // alphabet. Used under --dp (docs/privacy.md).
-  static Result<std::unique_ptr<FieldTokenizer>> FromSchema(const PublicSchema& schema);
+  // `edges` (optional, one entry per schema column; empty = the schema's
+  // uniform bins): a numeric column's scaled bin edges, lo .. hi + 1 strictly
+  // increasing (train/dp_bins.h chooses them under dp).
+  static Result<std::unique_ptr<FieldTokenizer>> FromSchema(
+      const PublicSchema& schema, const std::vector<std::vector<int64_t>>* edges = nullptr);
 
   std::string type() const override { return "field"; }
   int vocab_size() const override { return vocab_; }

@@ -34,6 +34,7 @@
 #include "tokenize/field_tokenizer.h"
 #include "train/calibrate.h"
 #include "train/dataset.h"
+#include "train/dp_bins.h"
 #include "train/lr_schedule.h"
 #include "util/fs.h"
 #include "util/rng.h"
@@ -57,6 +58,9 @@ constexpr double kFieldLearningRate = 0.003;
 // the field tokenizer's default without dp (docs/typed_fields.md "Pair
 // calibration": small tables' 2-way structure, which the network misses).
 constexpr int kCalibrateParents = 3;
+// Under dp with a schema: the share of the marginals' release spent on the
+// numeric bins (train/dp_bins.h; docs/privacy.md "Bins from a DP release").
+constexpr double kDpBinsShare = 0.1;
 
 bool IsLossMetric(const std::string& m) { return m == "loss" || m == "val_loss"; }
 
@@ -442,7 +446,11 @@ class TrainRun {
         t.field_relations = cfg_.field_relations;
       }
       if (cfg_.tokenizer == "field" && !schema_.columns.empty()) {
-        DS_ASSIGN_OR_RETURN(tok, FieldTokenizer::FromSchema(schema_));
+        std::vector<std::vector<int64_t>> edges;
+        if (cfg_.dp && cfg_.dp_bins_share > 0) {
+          DS_ASSIGN_OR_RETURN(edges, DpBinEdges(input));
+        }
+        DS_ASSIGN_OR_RETURN(tok, FieldTokenizer::FromSchema(schema_, edges.empty() ? nullptr : &edges));
       } else {
         DS_ASSIGN_OR_RETURN(tok, TrainTokenizer(t, input.records));
       }
@@ -720,6 +728,9 @@ class TrainRun {
     choose("calibrate_pairs", &cfg_.calibrate_pairs, kCalibrateParents);
     if (cfg_.dp_target_epsilon > 0)
       choose("dp_marginal_share", &cfg_.dp_marginal_share, DefaultMarginalShare(cfg_.dp_target_epsilon, n));
+    // Bins at noisy quantiles instead of uniform over generous bounds
+    // (train/dp_bins.h; docs/privacy.md "Bins from a DP release").
+    if (cfg_.dp_target_epsilon > 0) choose("dp_bins_share", &cfg_.dp_bins_share, kDpBinsShare);
     if (!set.empty())
       obs_.OnInfo(fmt::format("dp: DP-SGD defaults for settings not given: {}", fmt::join(set, ", ")));
   }
@@ -765,23 +776,63 @@ class TrainRun {
                               fmt::join(set, ", ")));
   }
 
-  Status PrepareDp(const InputData& input, const Tokenizer& tok) {
-    const int cap = 4 * cfg_.seq_length;
-    DS_ASSIGN_OR_RETURN(recs_, RecordData::Build(input, tok, cap));
-    if (recs_.truncated() > 0)
-      obs_.OnInfo(fmt::format("dp: {} records longer than {} tokens were truncated",
-                              recs_.truncated(), cap));
+  // The share of the marginals' release the bins take (train/dp_bins.h) for
+  // n records and the release's sigma_m: a function of the stored config,
+  // the schema and the plan, so a resumed run splits the same way.
+  double BinsShare(int64_t n, double sigma_m) const {
+    if (!cfg_.dp || !cfg_.calibrate || cfg_.tokenizer != "field" || schema_.columns.empty() ||
+        !(cfg_.dp_target_epsilon > 0) || !(cfg_.dp_bins_share > 0) || !(sigma_m > 0))
+      return 0;
+    const int k = int(AdaptiveBinColumns(schema_).size());
+    return DpBinsPay(n, sigma_m / std::sqrt(cfg_.dp_bins_share), k) ? cfg_.dp_bins_share : 0;
+  }
+
+  DpSettings DpSettingsFor(bool field) const {
     DpSettings s;
     s.dp = true;
     s.dp_noise_multiplier = cfg_.dp_noise_multiplier;
     s.dp_l2_norm_clip = cfg_.dp_l2_norm_clip;
     s.dp_target_epsilon = cfg_.dp_target_epsilon;
     s.dp_delta = cfg_.dp_delta;
-    if (cfg_.calibrate && dynamic_cast<const FieldTokenizer*>(&tok))
-      s.marginal_share = cfg_.dp_marginal_share;
+    if (cfg_.calibrate && field) s.marginal_share = cfg_.dp_marginal_share;
+    return s;
+  }
+
+  // The numeric bins from their share of the marginals' release, before the
+  // tokenizer exists: the plan (a function of the record count and settings)
+  // gives sigma_m; PrepareDp checks that its own plan agrees.
+  Result<std::vector<std::vector<int64_t>>> DpBinEdges(const InputData& input) {
+    Result<DpPlan> plan = PlanDp(DpSettingsFor(true), int64_t(input.records.size()),
+                                 cfg_.batch_size, cfg_.epochs);
+    if (!plan.ok()) return plan.status().WithContext(opts_.input_path);
+    const int64_t n = int64_t(input.records.size());
+    const double share = BinsShare(n, plan->marginal_noise_multiplier);
+    if (!(share > 0)) return std::vector<std::vector<int64_t>>();
+    bins_sigma_m_ = plan->marginal_noise_multiplier;
+    SecureGaussian noise = cfg_.dp_deterministic_noise
+                               ? SecureGaussian::Deterministic(seed_ ^ 0xb1a5b1a5b1a5b1a5ull)
+                               : SecureGaussian::FromOsEntropy();
+    DpBinsReport rep;
+    DS_ASSIGN_OR_RETURN(auto edges, MeasureDpBinEdges(schema_, input.records,
+                                                      bins_sigma_m_ / std::sqrt(share), &noise,
+                                                      &rep));
+    obs_.OnInfo(fmt::format("dp bins: {} (share {} of it)", rep.Describe(), share));
+    return edges;
+  }
+
+  Status PrepareDp(const InputData& input, const Tokenizer& tok) {
+    const int cap = 4 * cfg_.seq_length;
+    DS_ASSIGN_OR_RETURN(recs_, RecordData::Build(input, tok, cap));
+    if (recs_.truncated() > 0)
+      obs_.OnInfo(fmt::format("dp: {} records longer than {} tokens were truncated",
+                              recs_.truncated(), cap));
+    const DpSettings s = DpSettingsFor(dynamic_cast<const FieldTokenizer*>(&tok) != nullptr);
     Result<DpPlan> plan = PlanDp(s, recs_.records(), cfg_.batch_size, cfg_.epochs);
     if (!plan.ok()) return plan.status().WithContext(opts_.input_path);
     dp_.plan = plan.value();
+    if (bins_sigma_m_ > 0 && dp_.plan.marginal_noise_multiplier != bins_sigma_m_)
+      return DS_ERR(kInternal, "dp bins: measured at sigma_m {}, the plan has {}", bins_sigma_m_,
+                    dp_.plan.marginal_noise_multiplier);
     dp_.steps_per_epoch = (recs_.records() + cfg_.batch_size - 1) / cfg_.batch_size;
     {
       const double m = dp_.plan.expected_batch_size, q = dp_.plan.sampling_rate;
@@ -1226,12 +1277,18 @@ class TrainRun {
     MeasureOptions mo;
     mo.pairs = cfg_.calibrate_pairs;
     mo.max_groups = cfg_.calibrate_groups;
-    mo.sigma_m = cfg_.dp ? sigma_m : 0.0;
+    // The rest of the release after the bins' share (train/dp_bins.h).
+    const double bins_share = BinsShare(int64_t(input.records.size()), sigma_m);
+    const double rest_sigma = sigma_m / std::sqrt(1.0 - bins_share);
+    mo.sigma_m = cfg_.dp ? rest_sigma : 0.0;
     MeasureReport mr;
     DS_RETURN_IF_ERROR(MeasureTargets(*ft, input.records, mo, dp_.noise.get(), &targets, &mr));
     DS_RETURN_IF_ERROR(ShareTargets(&targets));  // mpirun: rank 0's (its dp noise)
     if (cfg_.dp) {
-      marginal_split_ = mr.Describe(sigma_m);
+      marginal_split_ = mr.Describe(rest_sigma);
+      if (bins_share > 0)
+        marginal_split_ = fmt::format("the numeric bins' histograms at noise multiplier {:.4g}, {}",
+                                      sigma_m / std::sqrt(bins_share), marginal_split_);
       obs_.OnInfo("calibrate: the marginals' release spent as " + marginal_split_);
     }
     CalibrateReport rep;
@@ -1339,6 +1396,7 @@ class TrainRun {
   std::string stop_reason_ = "epochs";
   std::string weights_file_, checkpoint_file_;
   bool field_lr_by_steps_ = false;  // learning_rate from the steps an epoch (ApplyFieldDefaults)
+  double bins_sigma_m_ = 0;  // dp bins (DpBinEdges): the sigma_m they were measured at
   std::string marginal_split_;  // dp calibration: how the marginals' release was spent (MeasureReport)
   uint32_t weights_crc_ = 0;
   TrainSummary summary_;

@@ -1,0 +1,90 @@
+// train/dp_bins.h: numeric bins at the quantiles of a noisy fine histogram.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "privacy/secure_noise.h"
+#include "schema/public_schema.h"
+#include "tokenize/field_tokenizer.h"
+#include "train/dp_bins.h"
+
+namespace ds {
+namespace {
+
+// Exact counts (no noise): the edges are the quantiles inside the support, and
+// the empty regions on either side are bins of their own.
+TEST(DpBins, ExactCountsGiveQuantilesAndOuterBins) {
+  // Scaled range 0..999 in 1000 fine cells; 800 records uniform on 400..799.
+  std::vector<double> h(1000, 0.0);
+  for (int v = 400; v < 800; ++v) h[size_t(v)] = 2;
+  const std::vector<int64_t> e = DpQuantileEdges(0, 999, h, 0.01, 8);
+  ASSERT_GE(e.size(), 3u);
+  EXPECT_EQ(e.front(), 0);
+  EXPECT_EQ(e.back(), 1000);
+  // The coarse cells (32 of ~31 values) around 400 and 800 bound the support.
+  EXPECT_LE(e[1], 400);
+  EXPECT_GT(e[1], 360);
+  EXPECT_GE(e[e.size() - 2], 800);
+  EXPECT_LT(e[e.size() - 2], 840);
+  // Inside: 7 quantile edges at 450, 500, ..., 750.
+  for (int q = 450; q < 800; q += 50)
+    EXPECT_NE(std::find(e.begin(), e.end(), q), e.end()) << "no edge at " << q;
+  for (size_t i = 1; i < e.size(); ++i) EXPECT_LT(e[i - 1], e[i]);
+}
+
+TEST(DpBins, NothingAboveTheNoiseKeepsUniformBins) {
+  std::vector<double> h(100, 0.5);
+  EXPECT_TRUE(DpQuantileEdges(0, 99, h, 10.0, 8).empty());
+}
+
+// Noisy release: edges always partition [lo, hi + 1] and the tokenizer takes
+// them; the values' region gets most of the bins.
+TEST(DpBins, NoisyReleaseBuildsATokenizer) {
+  auto s = ParsePublicSchema(nlohmann::json::parse(R"({"columns": [
+      {"name": "z", "type": "decimal", "decimals": 2, "min": 0, "max": 100},
+      {"name": "c", "type": "categorical", "values": ["a", "b"]}]})"),
+                             "t.json");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_EQ(AdaptiveBinColumns(*s), std::vector<int>{0});
+  std::vector<std::vector<std::string>> recs;
+  for (int i = 0; i < 4000; ++i)
+    recs.push_back({fmt::format("{:.2f}", 2.0 + 4.0 * ((i * 37) % 1000) / 1000.0), "a"});
+  SecureGaussian noise = SecureGaussian::Deterministic(7);
+  DpBinsReport rep;
+  auto edges = MeasureDpBinEdges(*s, recs, 2.0, &noise, &rep);
+  ASSERT_TRUE(edges.ok()) << edges.status().message();
+  ASSERT_EQ(edges->size(), 2u);
+  EXPECT_TRUE((*edges)[1].empty());
+  const std::vector<int64_t>& e = (*edges)[0];
+  ASSERT_FALSE(e.empty());
+  EXPECT_EQ(e.front(), 0);
+  EXPECT_EQ(e.back(), 10001);
+  int inside = 0;  // edges within the data's 2.00-6.00 (scaled 200-600)
+  for (int64_t v : e) inside += v >= 150 && v <= 650;
+  EXPECT_GE(inside, 20);
+  EXPECT_EQ(rep.columns, 1);
+  auto tok = FieldTokenizer::FromSchema(*s, &*edges);
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  std::vector<int64_t> bad = e;
+  bad.back() = 5000;
+  std::vector<std::vector<int64_t>> wrong = {bad, {}};
+  EXPECT_FALSE(FieldTokenizer::FromSchema(*s, &wrong).ok());
+}
+
+TEST(DpBins, PaysOnlyWithEnoughSignal) {
+  // diamonds at epsilon 1 (ratio 34) yes; penguins at epsilon 10 (11) no.
+  EXPECT_TRUE(DpBinsPay(43152, 14.95, 7));
+  EXPECT_FALSE(DpBinsPay(275, 1.525, 4));
+  EXPECT_FALSE(DpBinsPay(1000, 1.0, 0));
+}
+
+// The two parts of the marginals' release compose to it: shares s and 1 - s
+// at sigma_m / sqrt(s) and sigma_m / sqrt(1 - s) have RDP a / (2 sigma_m^2).
+TEST(DpBins, SharesComposeToTheRelease) {
+  const double sm = 3.7, s = 0.1;
+  const double a = 1 / std::pow(sm / std::sqrt(s), 2), b = 1 / std::pow(sm / std::sqrt(1 - s), 2);
+  EXPECT_NEAR(a + b, 1 / (sm * sm), 1e-15);
+}
+
+}  // namespace
+}  // namespace ds
