@@ -50,8 +50,7 @@ TEST(DpBins, NoisyReleaseBuildsATokenizer) {
   for (int i = 0; i < 4000; ++i)
     recs.push_back({fmt::format("{:.2f}", 2.0 + 4.0 * ((i * 37) % 1000) / 1000.0), "a"});
   SecureGaussian noise = SecureGaussian::Deterministic(7);
-  DpBinsReport rep;
-  auto edges = MeasureDpBinEdges(*s, recs, 2.0, &noise, &rep);
+  auto edges = MeasureDpBinEdges(*s, recs, 2.0, &noise);
   ASSERT_TRUE(edges.ok()) << edges.status().message();
   ASSERT_EQ(edges->size(), 2u);
   EXPECT_TRUE((*edges)[1].empty());
@@ -62,7 +61,6 @@ TEST(DpBins, NoisyReleaseBuildsATokenizer) {
   int inside = 0;  // edges within the data's 2.00-6.00 (scaled 200-600)
   for (int64_t v : e) inside += v >= 150 && v <= 650;
   EXPECT_GE(inside, 20);
-  EXPECT_EQ(rep.columns, 1);
   auto tok = FieldTokenizer::FromSchema(*s, &*edges);
   ASSERT_TRUE(tok.ok()) << tok.status().message();
   std::vector<int64_t> bad = e;
@@ -78,12 +76,18 @@ TEST(DpBins, PaysOnlyWithEnoughSignal) {
   EXPECT_FALSE(DpBinsPay(1000, 1.0, 0));
 }
 
-// The two parts of the marginals' release compose to it: shares s and 1 - s
-// at sigma_m / sqrt(s) and sigma_m / sqrt(1 - s) have RDP a / (2 sigma_m^2).
-TEST(DpBins, SharesComposeToTheRelease) {
-  const double sm = 3.7, s = 0.1;
-  const double a = 1 / std::pow(sm / std::sqrt(s), 2), b = 1 / std::pow(sm / std::sqrt(1 - s), 2);
-  EXPECT_NEAR(a + b, 1 / (sm * sm), 1e-15);
+// SplitRelease (what the trainer measures the bins and the calibration at):
+// the two parts' RDP a / (2 sigma^2) add up to the release's a / (2 sigma_m^2);
+// no share leaves the release whole.
+TEST(DpBins, SplitComposesToTheRelease) {
+  for (double share : {0.1, 0.25, 0.9}) {
+    const ReleaseSplit p = SplitRelease(3.7, share);
+    EXPECT_NEAR(1 / (p.bins * p.bins) + 1 / (p.rest * p.rest), 1 / (3.7 * 3.7), 1e-15) << share;
+    EXPECT_GT(p.bins, p.rest * (share < 0.5 ? 1 : 0));
+  }
+  const ReleaseSplit none = SplitRelease(3.7, 0);
+  EXPECT_EQ(none.rest, 3.7);
+  EXPECT_EQ(none.bins, 0);
 }
 
 }  // namespace

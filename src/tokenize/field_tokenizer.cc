@@ -50,6 +50,14 @@ int BinDigits(const FieldTokenizer::Column& c, int b) {
   return DigitsOf(c.edges[size_t(b) + 1] - c.edges[size_t(b)] - 1);
 }
 
+}  // namespace
+
+int FieldTokenizer::QuantileBins(int64_t n) {
+  return int(std::clamp<int64_t>(n / kRowsPerBin, kMinBins, kMaxBins));
+}
+
+namespace {
+
 // Quantile bin edges of sorted scaled values (see the header).
 std::vector<int64_t> BinEdges(std::vector<int64_t> v) {
   std::sort(v.begin(), v.end());
@@ -62,8 +70,7 @@ std::vector<int64_t> BinEdges(std::vector<int64_t> v) {
   if (int64_t(distinct.size()) <= exact) {
     edges = distinct;
   } else {
-    const int nb = int(std::clamp<int64_t>(n / FieldTokenizer::kRowsPerBin, FieldTokenizer::kMinBins,
-                                           FieldTokenizer::kMaxBins));
+    const int nb = FieldTokenizer::QuantileBins(n);
     // Point masses (a value holding at least a bin's share of the rows: the
     // 0 of a zero-inflated column) get a bin of their own; the other values
     // are cut into quantile bins among themselves, so that the mass does not
@@ -84,8 +91,7 @@ std::vector<int64_t> BinEdges(std::vector<int64_t> v) {
     }
     const int64_t m = int64_t(rest.size());
     if (m > 0) {
-      const int nr = int(std::clamp<int64_t>(m / FieldTokenizer::kRowsPerBin,
-                                             FieldTokenizer::kMinBins, FieldTokenizer::kMaxBins));
+      const int nr = FieldTokenizer::QuantileBins(m);
       for (int k = 0; k < nr; ++k) edges.push_back(rest[size_t(k * m / nr)]);
     }
     edges.push_back(v.front());

@@ -96,6 +96,8 @@ class FieldTokenizer final : public Tokenizer {
   static constexpr int kRowsPerBin = 40;
   static constexpr int kExactBins = 100;
   static constexpr int kRowsPerExactBin = 30;
+  // Quantile bins for n values: clamp(n / kRowsPerBin, kMinBins, kMaxBins).
+  static int QuantileBins(int64_t n);
   // An inferred text / id column with distinct values <= this share of its
   // rows is closed (its values repeat: names, not free text or ids).
   static constexpr double kClosedTextShare = 0.5;

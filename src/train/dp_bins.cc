@@ -1,7 +1,5 @@
 #include "train/dp_bins.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 
@@ -23,14 +21,9 @@ std::vector<int> AdaptiveBinColumns(const PublicSchema& s) {
   return out;
 }
 
-int DpQuantileBins(int64_t n) {
-  return int(std::clamp<int64_t>(n / FieldTokenizer::kRowsPerBin, FieldTokenizer::kMinBins,
-                                 FieldTokenizer::kMaxBins));
-}
-
 bool DpBinsPay(int64_t n, double sigma, int k) {
   if (k < 1 || !(sigma > 0)) return false;
-  return double(n) / DpQuantileBins(n) >= kDpBinsMinSignal * sigma * std::sqrt(double(k));
+  return double(n) / FieldTokenizer::QuantileBins(n) >= kDpBinsMinSignal * sigma * std::sqrt(double(k));
 }
 
 namespace {
@@ -86,30 +79,25 @@ std::vector<int64_t> DpQuantileEdges(int64_t lo, int64_t hi, std::vector<double>
   }
   std::sort(e.begin(), e.end());
   e.erase(std::unique(e.begin(), e.end()), e.end());
-  e.erase(std::remove_if(e.begin(), e.end(), [&](int64_t v) { return v < lo || v > hi + 1; }),
-          e.end());
   if (e.size() > size_t(FieldTokenizer::kExactBins) + 1) return {};
   return e;
 }
 
-std::string DpBinsReport::Describe() const {
-  return fmt::format(
-      "{} numeric column{} binned at the quantiles of a Gaussian histogram release (noise "
-      "multiplier {:.4g}, part of the marginals' release)",
-      columns, columns == 1 ? "" : "s", noise_multiplier);
+ReleaseSplit SplitRelease(double sigma_m, double share) {
+  if (!(share > 0)) return {0, sigma_m};
+  return {sigma_m / std::sqrt(share), sigma_m / std::sqrt(1.0 - share)};
 }
 
 Result<std::vector<std::vector<int64_t>>> MeasureDpBinEdges(
     const PublicSchema& s, const std::vector<std::vector<std::string>>& records, double sigma,
-    SecureGaussian* noise, DpBinsReport* rep) {
+    SecureGaussian* noise) {
   std::vector<std::vector<int64_t>> out(s.columns.size());
   const std::vector<int> cols = AdaptiveBinColumns(s);
-  *rep = DpBinsReport();
   if (cols.empty()) return out;
   if (!(sigma > 0) || !noise) return DS_ERR(kInternal, "dp bins: a release without noise");
   const double stddev = sigma * std::sqrt(double(cols.size()));
   const int64_t n = int64_t(records.size());
-  const int bins = DpQuantileBins(n);
+  const int bins = FieldTokenizer::QuantileBins(n);
   for (int j : cols) {
     const PublicColumn& c = s.columns[size_t(j)];
     int64_t lo = 0, hi = 0;
@@ -129,8 +117,6 @@ Result<std::vector<std::vector<int64_t>>> MeasureDpBinEdges(
     for (size_t i = 0; i < h.size(); ++i) h[i] += z[i];
     out[size_t(j)] = DpQuantileEdges(lo, hi, std::move(h), stddev, bins);
   }
-  rep->columns = int(cols.size());
-  rep->noise_multiplier = sigma;
   return out;
 }
 

@@ -46,11 +46,8 @@ inline constexpr int kFineCells = 1024;
 // The schema columns whose bins a dp run chooses (see above).
 std::vector<int> AdaptiveBinColumns(const PublicSchema& s);
 
-// The quantile bins for n records: clamp(n / kRowsPerBin, kMinBins, kMaxBins).
-int DpQuantileBins(int64_t n);
-
 // Whether the release is worth its share: a quantile bin's expected count
-// n / DpQuantileBins(n) at least kDpBinsMinSignal per-cell noise stddevs
+// n / FieldTokenizer::QuantileBins(n) at least kDpBinsMinSignal per-cell noise stddevs
 // (sigma sqrt(k), k adaptive columns). Below it the noisy quantiles cost more
 // than the uniform bins (measured, docs/privacy.md: penguins, 275 records,
 // lost 5-17 points at epsilon 1-10 with them, at a ratio of 11 and below;
@@ -65,17 +62,19 @@ bool DpBinsPay(int64_t n, double sigma, int k);
 std::vector<int64_t> DpQuantileEdges(int64_t lo, int64_t hi, std::vector<double> h, double stddev,
                                      int bins);
 
-struct DpBinsReport {
-  int columns = 0;             // adaptive columns binned from the release
-  double noise_multiplier = 0;  // sigma of the release
-  std::string Describe() const;
+// The marginals' release of noise multiplier sigma_m split between the bins
+// (share `share`) and the calibration's measurements (the rest).
+struct ReleaseSplit {
+  double bins = 0;  // sigma_m / sqrt(share)
+  double rest = 0;  // sigma_m / sqrt(1 - share); sigma_m when share is 0
 };
+ReleaseSplit SplitRelease(double sigma_m, double share);
 
 // Measures the adaptive columns' fine histograms of `records` (conformed to
 // `s`) with noise multiplier `sigma` (> 0) and returns one entry per schema
 // column: the chosen edges, or empty (uniform bins). `records` counts n.
 Result<std::vector<std::vector<int64_t>>> MeasureDpBinEdges(
     const PublicSchema& s, const std::vector<std::vector<std::string>>& records, double sigma,
-    SecureGaussian* noise, DpBinsReport* rep);
+    SecureGaussian* noise);
 
 }  // namespace ds

@@ -812,11 +812,12 @@ class TrainRun {
     SecureGaussian noise = cfg_.dp_deterministic_noise
                                ? SecureGaussian::Deterministic(seed_ ^ 0xb1a5b1a5b1a5b1a5ull)
                                : SecureGaussian::FromOsEntropy();
-    DpBinsReport rep;
-    DS_ASSIGN_OR_RETURN(auto edges, MeasureDpBinEdges(schema_, input.records,
-                                                      bins_sigma_m_ / std::sqrt(share), &noise,
-                                                      &rep));
-    obs_.OnInfo(fmt::format("dp bins: {} (share {} of it)", rep.Describe(), share));
+    const double sigma = SplitRelease(bins_sigma_m_, share).bins;
+    DS_ASSIGN_OR_RETURN(auto edges, MeasureDpBinEdges(schema_, input.records, sigma, &noise));
+    obs_.OnInfo(fmt::format(
+        "dp bins: {} numeric columns binned at the quantiles of a Gaussian histogram release "
+        "(noise multiplier {:.4g}: share {} of the marginals' release)",
+        AdaptiveBinColumns(schema_).size(), sigma, share));
     return edges;
   }
 
@@ -1279,7 +1280,8 @@ class TrainRun {
     mo.max_groups = cfg_.calibrate_groups;
     // The rest of the release after the bins' share (train/dp_bins.h).
     const double bins_share = BinsShare(int64_t(input.records.size()), sigma_m);
-    const double rest_sigma = sigma_m / std::sqrt(1.0 - bins_share);
+    const ReleaseSplit split = SplitRelease(sigma_m, bins_share);
+    const double rest_sigma = split.rest;
     mo.sigma_m = cfg_.dp ? rest_sigma : 0.0;
     MeasureReport mr;
     DS_RETURN_IF_ERROR(MeasureTargets(*ft, input.records, mo, dp_.noise.get(), &targets, &mr));
@@ -1288,7 +1290,7 @@ class TrainRun {
       marginal_split_ = mr.Describe(rest_sigma);
       if (bins_share > 0)
         marginal_split_ = fmt::format("the numeric bins' histograms at noise multiplier {:.4g}, {}",
-                                      sigma_m / std::sqrt(bins_share), marginal_split_);
+                                      split.bins, marginal_split_);
       obs_.OnInfo("calibrate: the marginals' release spent as " + marginal_split_);
     }
     CalibrateReport rep;
