@@ -73,6 +73,8 @@ out=$("$DS" train --input "$TMP/t.csv" --model-dir "$TMP/b" --dp --schema "$TMP/
 # accounted epsilon.
 "$DS" train --input "$TMP/t.csv" --model-dir "$TMP/c" --dp --dp-target-epsilon 4 --schema "$TMP/s.json" "${SMALL[@]}" 2>"$TMP/log3" &&
   grep -q "calibrate_pairs 3, dp_marginal_share 0.8" "$TMP/log3" &&
+  grep -q "dp_bins_share 0.1, calibrate_iterations 14" "$TMP/log3" &&
+  grep -Eq "calibrate: .*measured( [0-9.]+,){14} [0-9.]+ with" "$TMP/log3" &&
   grep -q "marginals Gaussian sigma=.*(alone eps=3.2); delta=.* -> composed eps=4 " "$TMP/log3" &&
   grep -Eq "calibrate: mean total variation distance of the [0-9]+ marginals \([1-9][0-9]* of them 2-way\)" "$TMP/log3" &&
   [ -s "$TMP/c/pair_tables.bin" ] &&

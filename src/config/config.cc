@@ -228,6 +228,10 @@ void AddPrivacyKeys(KeyTable& add) {
   Ints(DS_KEY(calibrate_groups, T::kInt, G::kTraining,
               "calibrate_pairs: groups of values per column in a 2-way table"),
        2, 4096);
+  Ints(DS_KEY(calibrate_iterations, T::kInt, G::kTraining,
+              "calibrate: rounds of measuring the generated marginals and stepping towards the "
+              "targets (4; 14 under dp)"),
+       1, 200);
   DS_KEY(copy_guard, T::kBool, G::kPrivacy,
          "store hashes of rare training rows; generation rejects exact copies of them (not "
          "under dp)");

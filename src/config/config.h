@@ -101,6 +101,7 @@ struct Config {
   bool calibrate = false;    // match generated 1-way marginals to measured ones (train/calibrate.h)
   int calibrate_pairs = 0;       // calibrate: 2-way marginals with up to this many parents per column
   int calibrate_groups = 10;     // calibrate_pairs: id groups per column of a 2-way table
+  int calibrate_iterations = 4;  // calibrate: measure-and-step rounds (14 under dp, ApplyDpDefaults)
 
   // Keys given explicitly (file or flag), in the order they were set.
   std::vector<std::string> explicit_keys;
