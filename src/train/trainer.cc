@@ -1291,13 +1291,12 @@ class TrainRun {
     // The rest of the release after the bins' share (train/dp_bins.h).
     const double bins_share = BinsShare(int64_t(input.records.size()), sigma_m);
     const ReleaseSplit split = SplitRelease(sigma_m, bins_share);
-    const double rest_sigma = split.rest;
-    mo.sigma_m = cfg_.dp ? rest_sigma : 0.0;
+    mo.sigma_m = cfg_.dp ? split.rest : 0.0;
     MeasureReport mr;
     DS_RETURN_IF_ERROR(MeasureTargets(*ft, input.records, mo, dp_.noise.get(), &targets, &mr));
     DS_RETURN_IF_ERROR(ShareTargets(&targets));  // mpirun: rank 0's (its dp noise)
     if (cfg_.dp) {
-      marginal_split_ = mr.Describe(rest_sigma);
+      marginal_split_ = mr.Describe(split.rest);
       if (bins_share > 0)
         marginal_split_ = fmt::format("the numeric bins' histograms at noise multiplier {:.4g}, {}",
                                       split.bins, marginal_split_);
