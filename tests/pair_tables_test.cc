@@ -682,5 +682,53 @@ TEST(PairTables, CalibrateKeepsASteadyLastStepUnmeasured) {
   EXPECT_LT(again.tvd_after, 0.05 * all.tvd_before);
 }
 
+
+// A group the trim emptied is dead only without evidence: its noisy 1-way
+// mass and the row or column sums of the pair tables it is in, averaged by
+// inverse variance, not above z of their stddev. Categorical columns: none.
+TEST(PairTables, DeadGroupsNeedNoEvidenceOfRecords) {
+  ColumnMarginal cat;  // column 0: two categories, a group each
+  cat.column = 0;
+  cat.cols = 2;
+  cat.p = {60, 40};
+  ColumnMarginal num;  // column 1: six bins in three groups
+  num.column = 1;
+  num.cols = 6;
+  num.p = {50, 50, 1, -1, 30, 2};
+  std::vector<ColumnMarginal> raw = {cat, num};
+  std::vector<ColumnMarginal> trimmed = raw;
+  trimmed[1].p = {50, 50, 0, 0, 0, 0};
+  const std::vector<std::vector<int32_t>> groups = {{0, 1}, {0, 0, 1, 1, 2, 2}};
+  const std::vector<char> ordered = {0, 1};
+  // 1-way only (stddev 5 a cell, 7.07 a group): group 1 (mass 0) is dead,
+  // group 2 (mass 32 > 2 x 7.07) is not, group 0 kept its cells.
+  auto dead = DeadGroups(raw, trimmed, groups, ordered, 5, {}, 0, 2);
+  ASSERT_EQ(dead.size(), 2u);
+  EXPECT_TRUE(dead[0].empty());
+  EXPECT_EQ(dead[1], (std::vector<char>{0, 1, 0}));
+  // A pair table (parent column 0, child column 1) holding 40 records of
+  // group 1 in each row: column sum 80, stddev 5 sqrt(2); with the 1-way
+  // mass 0 the mean is 40 against a stddev of 5: alive.
+  ColumnMarginal pair;
+  pair.column = 1;
+  pair.parent = 0;
+  pair.rows = 2;
+  pair.cols = 3;
+  pair.p = {30, 40, 0, 20, 40, 2};
+  dead = DeadGroups(raw, trimmed, groups, ordered, 5, {pair}, 5, 2);
+  EXPECT_EQ(dead[1], (std::vector<char>{0, 0, 0}));
+  // The same table with no records there: dead again, and dropped from it.
+  pair.p = {30, 1, 0, 20, -2, 2};
+  dead = DeadGroups(raw, trimmed, groups, ordered, 5, {pair}, 5, 2);
+  EXPECT_EQ(dead[1], (std::vector<char>{0, 1, 0}));
+  std::vector<ColumnMarginal> pairs = {pair};
+  DropDeadGroups(dead, raw, &pairs);
+  EXPECT_EQ(pairs[0].p, (std::vector<double>{30, 0, 0, 20, 0, 2}));
+  // A dead group is not filled from the untrimmed shape; an empty live one is.
+  std::vector<double> p = {50, 50, 0, 0, 0, 0};
+  FillEmptyGroups({50, 50, 1, 0, 30, 2}, groups[1], &p, dead[1]);
+  EXPECT_EQ(p, (std::vector<double>{50, 50, 0, 0, 30, 2}));
+}
+
 }  // namespace
 }  // namespace ds

@@ -279,14 +279,104 @@ void KeepContiguous(std::vector<double>* p, size_t start, double threshold) {
 }
 
 void FillEmptyGroups(const std::vector<double>& untrimmed, const std::vector<int32_t>& group,
-                     std::vector<double>* p) {
+                     std::vector<double>* p, const std::vector<char>& dead) {
   std::vector<double> mass;
   for (size_t i = 0; i < p->size(); ++i) {
     if (size_t(group[i]) >= mass.size()) mass.resize(size_t(group[i]) + 1, 0.0);
     mass[size_t(group[i])] += (*p)[i];
   }
   for (size_t i = 0; i < p->size(); ++i)
-    if (!(mass[size_t(group[i])] > 0)) (*p)[i] = untrimmed[i];
+    if (!(mass[size_t(group[i])] > 0) && !(size_t(group[i]) < dead.size() && dead[size_t(group[i])]))
+      (*p)[i] = untrimmed[i];
+}
+
+namespace {
+
+size_t IndexOf(const std::vector<ColumnMarginal>& one, int column) {
+  size_t a = 0;
+  while (a < one.size() && one[a].column != column) ++a;
+  return a;
+}
+
+// Adds a table's noisy group masses to (num, den): x / v and 1 / v per group,
+// each mass the sum of `cells` cells of variance `cell_var`.
+void AddEvidence(const std::vector<double>& mass, double cells, double cell_var,
+                 std::vector<double>* num, std::vector<double>* den) {
+  const double v = std::max(cells, 1.0) * cell_var;
+  if (!(v > 0)) return;
+  for (size_t g = 0; g < mass.size() && g < num->size(); ++g) {
+    (*num)[g] += mass[g] / v;
+    (*den)[g] += 1 / v;
+  }
+}
+
+}  // namespace
+
+std::vector<std::vector<char>> DeadGroups(const std::vector<ColumnMarginal>& one_raw,
+                                          const std::vector<ColumnMarginal>& trimmed,
+                                          const std::vector<std::vector<int32_t>>& group_of,
+                                          const std::vector<char>& ordered, double one_stddev,
+                                          const std::vector<ColumnMarginal>& pairs_raw,
+                                          double pair_stddev, double z) {
+  const size_t n = trimmed.size();
+  std::vector<std::vector<double>> num(n), den(n);
+  for (size_t i = 0; i < n; ++i) {
+    int32_t groups = 0;
+    for (int32_t g : group_of[i]) groups = std::max(groups, g + 1);
+    num[i].assign(size_t(groups), 0.0);
+    den[i].assign(size_t(groups), 0.0);
+    // The 1-way histogram: group g's mass over its cells (one variance each).
+    std::vector<double> mass(size_t(groups), 0.0), cells(size_t(groups), 0.0);
+    for (size_t c = 0; c < group_of[i].size(); ++c) {
+      mass[size_t(group_of[i][c])] += one_raw[i].p[c];
+      cells[size_t(group_of[i][c])] += 1;
+    }
+    for (size_t g = 0; g < size_t(groups); ++g) {
+      const double v = cells[g] * one_stddev * one_stddev;
+      if (v > 0) {
+        num[i][g] += mass[g] / v;
+        den[i][g] += 1 / v;
+      }
+    }
+  }
+  // Each 2-way table: its column sums for the child's groups, its row sums
+  // for the parent's (rows = the parent's groups, cols = the child's).
+  for (const ColumnMarginal& m : pairs_raw) {
+    const size_t b = IndexOf(trimmed, m.column), a = IndexOf(trimmed, m.parent);
+    if (a >= n || b >= n) continue;
+    std::vector<double> row(size_t(m.rows), 0.0), col(size_t(m.cols), 0.0);
+    for (int r = 0; r < m.rows; ++r)
+      for (int c = 0; c < m.cols; ++c) {
+        row[size_t(r)] += m.p[size_t(r) * size_t(m.cols) + size_t(c)];
+        col[size_t(c)] += m.p[size_t(r) * size_t(m.cols) + size_t(c)];
+      }
+    const double var = pair_stddev * pair_stddev;
+    AddEvidence(col, double(m.rows), var, &num[b], &den[b]);
+    AddEvidence(row, double(m.cols), var, &num[a], &den[a]);
+  }
+  std::vector<std::vector<char>> dead(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!ordered[i]) continue;
+    std::vector<double> kept(num[i].size(), 0.0);
+    for (size_t c = 0; c < group_of[i].size(); ++c) kept[size_t(group_of[i][c])] += trimmed[i].p[c];
+    dead[i].assign(num[i].size(), 0);
+    for (size_t g = 0; g < num[i].size(); ++g)
+      dead[i][g] = !(kept[g] > 0) && den[i][g] > 0 && !(num[i][g] / den[i][g] > z / std::sqrt(den[i][g]));
+  }
+  return dead;
+}
+
+void DropDeadGroups(const std::vector<std::vector<char>>& dead, const std::vector<ColumnMarginal>& one,
+                    std::vector<ColumnMarginal>* pairs) {
+  auto is_dead = [&](size_t i, int g) {
+    return i < dead.size() && size_t(g) < dead[i].size() && dead[i][size_t(g)];
+  };
+  for (ColumnMarginal& m : *pairs) {
+    const size_t b = IndexOf(one, m.column), a = IndexOf(one, m.parent);
+    for (int r = 0; r < m.rows; ++r)
+      for (int c = 0; c < m.cols; ++c)
+        if (is_dead(a, r) || is_dead(b, c)) m.p[size_t(r) * size_t(m.cols) + size_t(c)] = 0;
+  }
 }
 
 void ProjectToTotal(std::vector<double>* p) {
@@ -416,10 +506,13 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
   // dp with pairs: the ordered columns' far noise cells dropped (KeepContiguous)
   // for the groups and the shapes inside them; `kept` (projected only) are the
   // targets of the columns without parents.
-  std::vector<ColumnMarginal> kept;
+  std::vector<ColumnMarginal> kept, one_raw;
+  double one_stddev = 0;
   if (dp) {
     AddMarginalNoise(&one, sh.OneWayNoise(o.sigma_m), noise, /*project=*/false);
     const double stddev = sh.OneWayNoise(o.sigma_m) * std::sqrt(double(one.size()));
+    one_stddev = stddev;
+    one_raw = one;
     kept = one;
     for (size_t i = 0; i < one.size(); ++i) {
       ProjectToTotal(&kept[i].p);
@@ -475,8 +568,13 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
     pairs.push_back(chosen[i]);
   }
   CountMarginals(tok, records, &pairs);
+  std::vector<ColumnMarginal> pairs_raw;  // dp: before the projection
+  double pair_stddev = 0;                 // of a cell of pairs_raw
   if (sh.exponential()) {  // the chosen pairs, measured once
-    AddMarginalNoise(&pairs, sh.TargetNoise(o.sigma_m), noise);
+    AddMarginalNoise(&pairs, sh.TargetNoise(o.sigma_m), noise, /*project=*/false);
+    pairs_raw = pairs;
+    pair_stddev = sh.TargetNoise(o.sigma_m) * std::sqrt(double(pairs.size()));
+    for (ColumnMarginal& m : pairs) ProjectToTotal(&m.p);
   } else if (dp && !pairs.empty()) {
     // The second measurement of each chosen pair, averaged with its first by
     // inverse variance (both unbiased), then projected.
@@ -488,8 +586,18 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
       const ColumnMarginal& first = all_raw[from[k]];
       for (size_t c = 0; c < pairs[k].p.size(); ++c)
         pairs[k].p[c] = w1 * first.p[c] + (1 - w1) * pairs[k].p[c];
-      ProjectToTotal(&pairs[k].p);
     }
+    pairs_raw = pairs;
+    pair_stddev = 1 / std::sqrt(1 / v1 + 1 / (s2 * s2));
+    for (ColumnMarginal& m : pairs) ProjectToTotal(&m.p);
+  }
+  // dp: the groups the release gives no evidence of leave the tables (below).
+  std::vector<std::vector<char>> dead(one.size());
+  if (dp) {
+    std::vector<char> ordered;
+    for (const ColumnMarginal& m : one) ordered.push_back(Ordered(tok, m));
+    dead = DeadGroups(one_raw, one, group_of, ordered, one_stddev, pairs_raw, pair_stddev, kDeadGroupZ);
+    DropDeadGroups(dead, one, &pairs);
   }
   targets->clear();
   // A column with parents: its 2-way targets, and under dp for an ordered
@@ -501,7 +609,7 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
     targets->push_back(dp && parents[i].empty() ? kept[i] : one[i]);
     if (parents[i].empty()) continue;
     targets->back().within = group_of[i];
-    if (dp) FillEmptyGroups(kept[i].p, group_of[i], &targets->back().p);
+    if (dp) FillEmptyGroups(kept[i].p, group_of[i], &targets->back().p, dead[i]);
   }
   for (ColumnMarginal& m : pairs) targets->push_back(std::move(m));
   Normalize(targets);
