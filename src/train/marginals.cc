@@ -278,19 +278,17 @@ void KeepContiguous(std::vector<double>* p, size_t start, double threshold) {
     if (!keep[i]) v[i] = 0;
 }
 
-void FillEmptyGroups(const std::vector<double>& untrimmed, const std::vector<int32_t>& group,
-                     std::vector<double>* p, const std::vector<char>& dead) {
-  std::vector<double> mass;
-  for (size_t i = 0; i < p->size(); ++i) {
-    if (size_t(group[i]) >= mass.size()) mass.resize(size_t(group[i]) + 1, 0.0);
-    mass[size_t(group[i])] += (*p)[i];
-  }
-  for (size_t i = 0; i < p->size(); ++i)
-    if (!(mass[size_t(group[i])] > 0) && !(size_t(group[i]) < dead.size() && dead[size_t(group[i])]))
-      (*p)[i] = untrimmed[i];
-}
-
 namespace {
+
+// Per group (`group`: one label per cell, 0..): the sum of p's cells.
+std::vector<double> SumByGroup(const std::vector<double>& p, const std::vector<int32_t>& group) {
+  std::vector<double> sum;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (size_t(group[i]) >= sum.size()) sum.resize(size_t(group[i]) + 1, 0.0);
+    sum[size_t(group[i])] += p[i];
+  }
+  return sum;
+}
 
 size_t IndexOf(const std::vector<ColumnMarginal>& one, int column) {
   size_t a = 0;
@@ -298,19 +296,26 @@ size_t IndexOf(const std::vector<ColumnMarginal>& one, int column) {
   return a;
 }
 
-// Adds a table's noisy group masses to (num, den): x / v and 1 / v per group,
-// each mass the sum of `cells` cells of variance `cell_var`.
-void AddEvidence(const std::vector<double>& mass, double cells, double cell_var,
+// Adds noisy group masses (variance var[g] each) to the inverse-variance sums
+// (num += x / v, den += 1 / v).
+void AddEvidence(const std::vector<double>& mass, const std::vector<double>& var,
                  std::vector<double>* num, std::vector<double>* den) {
-  const double v = std::max(cells, 1.0) * cell_var;
-  if (!(v > 0)) return;
   for (size_t g = 0; g < mass.size() && g < num->size(); ++g) {
-    (*num)[g] += mass[g] / v;
-    (*den)[g] += 1 / v;
+    if (!(var[g] > 0)) continue;
+    (*num)[g] += mass[g] / var[g];
+    (*den)[g] += 1 / var[g];
   }
 }
 
 }  // namespace
+
+void FillEmptyGroups(const std::vector<double>& untrimmed, const std::vector<int32_t>& group,
+                     std::vector<double>* p, const std::vector<char>& dead) {
+  const std::vector<double> mass = SumByGroup(*p, group);
+  for (size_t i = 0; i < p->size(); ++i)
+    if (!(mass[size_t(group[i])] > 0) && !(size_t(group[i]) < dead.size() && dead[size_t(group[i])]))
+      (*p)[i] = untrimmed[i];
+}
 
 std::vector<std::vector<char>> DeadGroups(const std::vector<ColumnMarginal>& one_raw,
                                           const std::vector<ColumnMarginal>& trimmed,
@@ -321,23 +326,12 @@ std::vector<std::vector<char>> DeadGroups(const std::vector<ColumnMarginal>& one
   const size_t n = trimmed.size();
   std::vector<std::vector<double>> num(n), den(n);
   for (size_t i = 0; i < n; ++i) {
-    int32_t groups = 0;
-    for (int32_t g : group_of[i]) groups = std::max(groups, g + 1);
-    num[i].assign(size_t(groups), 0.0);
-    den[i].assign(size_t(groups), 0.0);
     // The 1-way histogram: group g's mass over its cells (one variance each).
-    std::vector<double> mass(size_t(groups), 0.0), cells(size_t(groups), 0.0);
-    for (size_t c = 0; c < group_of[i].size(); ++c) {
-      mass[size_t(group_of[i][c])] += one_raw[i].p[c];
-      cells[size_t(group_of[i][c])] += 1;
-    }
-    for (size_t g = 0; g < size_t(groups); ++g) {
-      const double v = cells[g] * one_stddev * one_stddev;
-      if (v > 0) {
-        num[i][g] += mass[g] / v;
-        den[i][g] += 1 / v;
-      }
-    }
+    std::vector<double> var =
+        SumByGroup(std::vector<double>(group_of[i].size(), one_stddev * one_stddev), group_of[i]);
+    num[i].assign(var.size(), 0.0);
+    den[i].assign(var.size(), 0.0);
+    AddEvidence(SumByGroup(one_raw[i].p, group_of[i]), var, &num[i], &den[i]);
   }
   // Each 2-way table: its column sums for the child's groups, its row sums
   // for the parent's (rows = the parent's groups, cols = the child's).
@@ -351,14 +345,13 @@ std::vector<std::vector<char>> DeadGroups(const std::vector<ColumnMarginal>& one
         col[size_t(c)] += m.p[size_t(r) * size_t(m.cols) + size_t(c)];
       }
     const double var = pair_stddev * pair_stddev;
-    AddEvidence(col, double(m.rows), var, &num[b], &den[b]);
-    AddEvidence(row, double(m.cols), var, &num[a], &den[a]);
+    AddEvidence(col, std::vector<double>(col.size(), m.rows * var), &num[b], &den[b]);
+    AddEvidence(row, std::vector<double>(row.size(), m.cols * var), &num[a], &den[a]);
   }
   std::vector<std::vector<char>> dead(n);
   for (size_t i = 0; i < n; ++i) {
     if (!ordered[i]) continue;
-    std::vector<double> kept(num[i].size(), 0.0);
-    for (size_t c = 0; c < group_of[i].size(); ++c) kept[size_t(group_of[i][c])] += trimmed[i].p[c];
+    const std::vector<double> kept = SumByGroup(trimmed[i].p, group_of[i]);
     dead[i].assign(num[i].size(), 0);
     for (size_t g = 0; g < num[i].size(); ++g)
       dead[i][g] = !(kept[g] > 0) && den[i][g] > 0 && !(num[i][g] / den[i][g] > z / std::sqrt(den[i][g]));
@@ -510,13 +503,12 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
   double one_stddev = 0;
   if (dp) {
     AddMarginalNoise(&one, sh.OneWayNoise(o.sigma_m), noise, /*project=*/false);
-    const double stddev = sh.OneWayNoise(o.sigma_m) * std::sqrt(double(one.size()));
-    one_stddev = stddev;
+    one_stddev = sh.OneWayNoise(o.sigma_m) * std::sqrt(double(one.size()));
     one_raw = one;
     kept = one;
     for (size_t i = 0; i < one.size(); ++i) {
       ProjectToTotal(&kept[i].p);
-      if (sh.pairs() && Ordered(tok, one[i])) KeepContiguous(&one[i].p, Missing(tok, one[i]), stddev);
+      if (sh.pairs() && Ordered(tok, one[i])) KeepContiguous(&one[i].p, Missing(tok, one[i]), one_stddev);
       ProjectToTotal(&one[i].p);
     }
   }
@@ -562,8 +554,7 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
   for (size_t i = 0, at = 0; i < chosen.size(); ++i) {
     while (at < one.size() && one[at].column != chosen[i].column) ++at;
     if (chosen[i].parent < 0) continue;
-    size_t a = 0;
-    while (one[a].column != chosen[i].parent) ++a;
+    const size_t a = IndexOf(one, chosen[i].parent);
     from.push_back(at * (at - 1) / 2 + a);  // AllPairs is b-major: (0,1), (0,2), (1,2), ...
     pairs.push_back(chosen[i]);
   }
