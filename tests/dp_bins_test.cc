@@ -1,6 +1,7 @@
 // train/dp_bins.h: numeric bins at the quantiles of a noisy fine histogram.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "privacy/secure_noise.h"
@@ -12,7 +13,8 @@ namespace ds {
 namespace {
 
 // Exact counts (no noise): the edges are the quantiles inside the support, and
-// the empty regions on either side are bins of their own.
+// every coarse cell outside it is a bin of its own (not one bin up to the
+// bound: a value put there must stay near where the release saw it).
 TEST(DpBins, ExactCountsGiveQuantilesAndOuterBins) {
   // Scaled range 0..999 in 1000 fine cells; 800 records uniform on 400..799.
   std::vector<double> h(1000, 0.0);
@@ -21,14 +23,22 @@ TEST(DpBins, ExactCountsGiveQuantilesAndOuterBins) {
   ASSERT_GE(e.size(), 3u);
   EXPECT_EQ(e.front(), 0);
   EXPECT_EQ(e.back(), 1000);
-  // The coarse cells (32 of ~31 values) around 400 and 800 bound the support.
-  EXPECT_LE(e[1], 400);
-  EXPECT_GT(e[1], 360);
-  EXPECT_GE(e[e.size() - 2], 800);
-  EXPECT_LT(e[e.size() - 2], 840);
-  // Inside: 7 quantile edges at 450, 500, ..., 750.
+  // The 32 coarse cells of ~31 values start at ceil(g * 1000 / 32); the
+  // support is coarse cells 12 (375..406, holding 400) to 25 (782..812).
+  std::vector<int64_t> outside;
+  for (int g = 1; g < 32; ++g)
+    if (g <= 12 || g >= 26) outside.push_back((g * 1000 + 31) / 32);
+  for (int64_t b : outside)
+    EXPECT_NE(std::find(e.begin(), e.end(), b), e.end()) << "no edge at coarse boundary " << b;
+  for (int64_t x : e) {  // nothing else outside the support
+    if (x >= 375 && x <= 813) continue;
+    EXPECT_TRUE(x == 0 || x == 1000 || std::find(outside.begin(), outside.end(), x) != outside.end())
+        << x;
+  }
+  // Inside: 7 quantile edges at 450, 500, ..., 750, and no coarse edges.
   for (int q = 450; q < 800; q += 50)
     EXPECT_NE(std::find(e.begin(), e.end(), q), e.end()) << "no edge at " << q;
+  EXPECT_EQ(std::count_if(e.begin(), e.end(), [](int64_t x) { return x > 375 && x < 813; }), 7);
   for (size_t i = 1; i < e.size(); ++i) EXPECT_LT(e[i - 1], e[i]);
 }
 

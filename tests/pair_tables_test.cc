@@ -338,6 +338,36 @@ TEST(PairTables, CalibrateFitsTheShapeWithinGroups) {
   EXPECT_NEAR(g0 / (g0 + g1), 0.5, 0.05);
 }
 
+// Ids whose within-group target is 0 (trimmed, dead, projected to 0) are
+// forbidden: the fit moves only the ids a measurement draws, so an id the
+// network gives ~3e-4 (about one draw per measurement) kept most of it.
+TEST(PairTables, CalibrateForbidsIdsOfNoRecords) {
+  auto tok = TwoColumns();
+  const NetworkSpec spec = TinySpec(*tok);
+  std::vector<float> params(ParamLayout::For(spec).total, 0.0f);
+  float* bias = params.data() + ParamLayout::For(spec).offset("dense.b");
+  std::vector<ColumnMarginal> one = MarginalCells(*tok);
+  ColumnMarginal n = one[1];
+  bias[n.lo + 9] = -8;  // value 9: ~3e-4 of n's first tokens
+  n.within = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1};
+  n.p = {0.1, 0.2, 0.1, 0.05, 0.05, 0.1, 0.2, 0.2, 0, 0};
+  CalibrateOptions o;
+  o.samples = 3000;
+  CalibrateReport rep;
+  PairTables pairs;
+  ASSERT_TRUE(Calibrate(*tok, {"x", "n", "y"}, ',', spec, params.data(), {n}, o, &rep, &pairs).ok());
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(bias[n.lo + i] == CalibrateOptions::kForbiddenBias, n.p[size_t(i)] == 0) << i;
+  o.samples = 20000;
+  auto recs = GenerateForCalibration(*tok, {"x", "n", "y"}, ',', spec, params.data(), o, 99);
+  ASSERT_TRUE(recs.ok());
+  std::vector<double> count(10, 0.0);
+  for (const auto& r : *recs) count[size_t(std::stoi(r[1]))] += 1;
+  EXPECT_EQ(count[8], 0);
+  EXPECT_EQ(count[9], 0);
+  EXPECT_GT(count[7], count[5]);  // the shape inside the group still fitted (0.2 vs 0.1)
+}
+
 // The bins outside the run around the largest one are noise; the missing
 // spelling (before `start`) stays.
 TEST(PairTables, KeepContiguousDropsFarCells) {
@@ -472,6 +502,13 @@ TEST(PairTables, ProjectionKeepsTheNoisyTotal) {
   p = {-1, -2};  // total <= 0: clamped
   ProjectToTotal(&p);
   EXPECT_EQ(p, (std::vector<double>{0, 0}));
+  // The sums in two orders differ by rounding (0.6000000000000001 and 0.6):
+  // an empty cell stays exactly 0, not ~3e-17 (calibrate forbids the ids of
+  // the cells that are exactly 0).
+  p = {0.1, 0.2, 0.3, 0};
+  ProjectToTotal(&p);
+  EXPECT_EQ(p[3], 0.0);
+  EXPECT_EQ(p[0], 0.1);
 }
 
 TEST(PairTables, MeasuredGroupsResolveANarrowRange) {

@@ -78,6 +78,10 @@ struct CalibrateOptions {
   bool skip_steady_last = false;
   static constexpr double kSteadyFall = 0.8;
   static constexpr double kMaxStep = 2.0;
+  // The output bias of an id the release gives no records (ForbidEmptyIds in
+  // calibrate.cc): exp(-10000) is 0 in float, and the steps, +-kMaxStep each,
+  // cannot bring it back.
+  static constexpr float kForbiddenBias = -10000.0f;
 };
 // Records generated per calibration iteration for a training stream of
 // `tokens` tokens in `records` records (the field tokenizer's default without

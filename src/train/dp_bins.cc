@@ -58,13 +58,14 @@ std::vector<int64_t> DpQuantileEdges(int64_t lo, int64_t hi, std::vector<double>
     total += h[c];
   }
   if (!(total > 0)) return {};
-  // The range's ends, each kept run's ends (the regions outside the support
-  // become bins of their own), then the quantiles inside the runs.
+  // The range's ends, each kept run's ends, and every coarse cell outside
+  // the support as a bin of its own (one bin for the whole outside let a
+  // value the calibration put there land anywhere up to the schema's bound),
+  // then the quantiles inside the runs.
   std::vector<int64_t> e = {lo, hi + 1};
-  for (size_t c = 0; c < F; ++c) {
-    const bool in = kept[c * size_t(C) / F];
-    const bool prev = c > 0 && kept[(c - 1) * size_t(C) / F];
-    if (in != prev) e.push_back(cells[c]);
+  for (size_t c = 1; c < F; ++c) {
+    const size_t g = c * size_t(C) / F, prev = (c - 1) * size_t(C) / F;
+    if (g != prev && (!kept[g] || !kept[prev])) e.push_back(cells[c]);
   }
   double cum = 0;
   int k = 1;

@@ -392,6 +392,9 @@ void ProjectToTotal(std::vector<double>* p) {
       break;
     }
   }
+  // c >= 0 whenever total > 0 (c = 0 when no cell is negative); a rounding
+  // below 0 would turn every empty cell into a count of about 1e-13.
+  c = std::max(0.0, c);
   for (double& v : *p) v = std::max(0.0, v - c);
 }
 
