@@ -37,7 +37,10 @@ def main():
   for c in cols:
     if c["type"] == "categorical":
       df[c["name"]] = df[c["name"]].fillna("").astype(str)
-      domain[c["name"]] = {"categories": [str(v) for v in c["values"]]}
+      # The empty spelling (a missing value) is a category of every column, as in
+      # datasynth's field tokenizer: data-independent, so the domain stays public.
+      cats = [str(v) for v in c["values"]]
+      domain[c["name"]] = {"categories": cats + ([""] if "" not in cats else [])}
     elif c["type"] in ("integer", "decimal"):
       df[c["name"]] = pd.to_numeric(df[c["name"]], errors="coerce").clip(c["min"], c["max"])
       domain[c["name"]] = {"lower": c["min"], "upper": c["max"]}
