@@ -311,6 +311,17 @@ TEST(PairTables, MeasureModelCountsTheCalibrationRecords) {
 // A 1-way cell with groups (`within`) fits each id's share inside its group
 // and leaves the groups' totals to the tables (on a zero network n starts
 // uniform over its 10 ids): 1 takes group 0, 7 takes group 1, still half each.
+// The generated values of column n (0..9) of a calibrated zero network: a count per value.
+std::vector<double> CountsOfN(const FieldTokenizer& tok, const NetworkSpec& spec, const float* params,
+                              const CalibrateOptions& o) {
+  auto recs = GenerateForCalibration(tok, {"x", "n", "y"}, ',', spec, params, o, 99);
+  EXPECT_TRUE(recs.ok());
+  std::vector<double> count(10, 0.0);
+  if (recs.ok())
+    for (const auto& r : *recs) count[size_t(std::stoi(r[1]))] += 1;
+  return count;
+}
+
 TEST(PairTables, CalibrateFitsTheShapeWithinGroups) {
   auto tok = TwoColumns();
   const NetworkSpec spec = TinySpec(*tok);
@@ -326,10 +337,7 @@ TEST(PairTables, CalibrateFitsTheShapeWithinGroups) {
   PairTables pairs;
   ASSERT_TRUE(Calibrate(*tok, {"x", "n", "y"}, ',', spec, params.data(), {n}, o, &rep, &pairs).ok());
   EXPECT_TRUE(pairs.tables.empty());
-  auto recs = GenerateForCalibration(*tok, {"x", "n", "y"}, ',', spec, params.data(), o, 99);
-  ASSERT_TRUE(recs.ok());
-  std::vector<double> count(10, 0.0);
-  for (const auto& r : *recs) count[size_t(std::stoi(r[1]))] += 1;
+  const std::vector<double> count = CountsOfN(*tok, spec, params.data(), o);
   const double g0 = count[0] + count[1] + count[2] + count[3] + count[4];
   const double g1 = count[5] + count[6] + count[7] + count[8] + count[9];
   EXPECT_GT(count[1] / g0, 0.9);
@@ -358,11 +366,7 @@ TEST(PairTables, CalibrateForbidsIdsOfNoRecords) {
   ASSERT_TRUE(Calibrate(*tok, {"x", "n", "y"}, ',', spec, params.data(), {n}, o, &rep, &pairs).ok());
   for (int i = 0; i < 10; ++i)
     EXPECT_EQ(bias[n.lo + i] == CalibrateOptions::kForbiddenBias, n.p[size_t(i)] == 0) << i;
-  o.samples = 20000;
-  auto recs = GenerateForCalibration(*tok, {"x", "n", "y"}, ',', spec, params.data(), o, 99);
-  ASSERT_TRUE(recs.ok());
-  std::vector<double> count(10, 0.0);
-  for (const auto& r : *recs) count[size_t(std::stoi(r[1]))] += 1;
+  const std::vector<double> count = CountsOfN(*tok, spec, params.data(), o);
   EXPECT_EQ(count[8], 0);
   EXPECT_EQ(count[9], 0);
   EXPECT_GT(count[7], count[5]);  // the shape inside the group still fitted (0.2 vs 0.1)

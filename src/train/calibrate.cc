@@ -288,7 +288,7 @@ void CalibrationSteps(const std::vector<ColumnMarginal>& targets,
 // generated values at 75-91 mm and its Pearson with x at 0.23 against 0.97).
 void ForbidEmptyIds(const std::vector<ColumnMarginal>& targets, float* bias) {
   for (const ColumnMarginal& t : targets) {
-    if (t.parent >= 0 || t.within.empty()) continue;
+    if (t.within.empty()) continue;  // (only 1-way cells have `within`)
     for (size_t i = 0; i < t.p.size(); ++i)
       if (t.p[i] == 0) bias[size_t(t.lo) + i] = CalibrateOptions::kForbiddenBias;
   }
