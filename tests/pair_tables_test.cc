@@ -600,13 +600,26 @@ TEST(PairAccounting, TwoMeasurementsMatchDpAccounting) {
 
   }
   EXPECT_EQ(rows.size(), 5u);
-  // The rule's three regimes (r = n / (sigma_m sqrt(28)) for 8 columns).
-  EXPECT_FALSE(SharesFor(275, 5.0, 8).pairs());  // r = 10: 1-way only
+  // The rule's three regimes (r = n / (sigma_m sqrt(28)) for 8 columns; no
+  // pairs by the coarse 2 x 2 cell: n / 4 against the stddev of the 18 chosen
+  // pairs at share 0.45, sigma_m sqrt(18 / 0.45)).
+  EXPECT_FALSE(SharesFor(275, 5.0, 8).pairs());  // r = 10, 2.2 stddevs: 1-way only
   EXPECT_EQ(SharesFor(275, 5.0, 8).OneWayNoise(5.0), 5.0);
   EXPECT_EQ(SharesFor(275, 3.0, 8).one_way, 0.45);  // r = 17
   EXPECT_EQ(SharesFor(275, 1.2, 8).one_way, 0.2);  // r = 43
   EXPECT_EQ(SharesFor(275, 1.2, 8).rounds, 18);  // 2.5 x 7, within the 18 pairs 3 parents allow
   EXPECT_EQ(SharesFor(275, 1.2, 8, 1).rounds, 7);  // one parent each: a tree at most
+  // Many columns: P grows as C^2, the chosen pairs as C. ames at epsilon 1
+  // (74 columns, r = 11.8): 183 pairs of 3.8 stddevs a coarse cell, pairs on;
+  // mpg at epsilon 1 (11 columns, r = 8.8): 25 pairs of 2.2, off.
+  EXPECT_TRUE(SharesFor(2344, 3.813, 74).pairs());
+  EXPECT_EQ(SharesFor(2344, 3.813, 74).one_way, 0.45);
+  EXPECT_EQ(SharesFor(2344, 3.813, 74).rounds, 183);
+  EXPECT_FALSE(SharesFor(187, 2.877, 11).pairs());
+  // At the boundary: 3 stddevs exactly (n = 12 sigma_m sqrt(18 / 0.45)).
+  const double at3 = 12.0 * std::sqrt(18 / 0.45);
+  EXPECT_TRUE(SharesFor(int64_t(std::ceil(at3)), 1.0, 8).pairs());
+  EXPECT_FALSE(SharesFor(int64_t(std::floor(at3)), 1.0, 8).pairs());
 }
 
 // The dp default split at epsilon 1 (most of it to the marginals) still

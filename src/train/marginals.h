@@ -163,11 +163,14 @@ struct MeasureShares {
 // The shares by the records n, the multiplier and the calibrated columns C
 // (public: n sets the sampling rate and delta already), through the signal
 // of all P = C (C - 1) / 2 pair histograms, r = n / (sigma_m sqrt(P)): below
-// 12 no pairs, the whole release to the 1-way histograms (mpg at epsilon 1);
-// below 40, 0.45 / 0.1 (mpg at epsilon 4: the groups and shapes need the
-// most); else 0.2 / 0.2; the selection by the exponential mechanism, 2.5 (C - 1)
-// rounds (at most the pairs `per_child` parents per column allow; measured on
-// penguins, mpg and telco_churn: docs/privacy.md).
+// 40, 0.45 / 0.1 (mpg at epsilon 4: the groups and shapes need the most); else
+// 0.2 / 0.2; the selection by the exponential mechanism, R = 2.5 (C - 1) rounds
+// (at most the pairs `per_child` parents per column allow; measured on
+// penguins, mpg and telco_churn: docs/privacy.md). No pairs, the whole release
+// to the 1-way histograms, when a 2 x 2 table of the R chosen pairs at the
+// 0.45 / 0.1 split would hold under 3 noise stddevs of records a cell
+// (n / 4 < 3 sigma_m sqrt(R / 0.45): mpg at epsilon 1; ames at epsilon 1, 74
+// columns, has pairs).
 MeasureShares SharesFor(int64_t n, double sigma_m, int columns, int per_child = 3);
 
 struct MeasureOptions {
