@@ -308,9 +308,6 @@ TEST(PairTables, MeasureModelCountsTheCalibrationRecords) {
   EXPECT_EQ(total, 500.0);
 }
 
-// A 1-way cell with groups (`within`) fits each id's share inside its group
-// and leaves the groups' totals to the tables (on a zero network n starts
-// uniform over its 10 ids): 1 takes group 0, 7 takes group 1, still half each.
 // The generated values of column n (0..9) of a calibrated zero network: a count per value.
 std::vector<double> CountsOfN(const FieldTokenizer& tok, const NetworkSpec& spec, const float* params,
                               const CalibrateOptions& o) {
@@ -322,6 +319,9 @@ std::vector<double> CountsOfN(const FieldTokenizer& tok, const NetworkSpec& spec
   return count;
 }
 
+// A 1-way cell with groups (`within`) fits each id's share inside its group
+// and leaves the groups' totals to the tables (on a zero network n starts
+// uniform over its 10 ids): 1 takes group 0, 7 takes group 1, still half each.
 TEST(PairTables, CalibrateFitsTheShapeWithinGroups) {
   auto tok = TwoColumns();
   const NetworkSpec spec = TinySpec(*tok);
@@ -610,7 +610,7 @@ TEST(PairAccounting, TwoMeasurementsMatchDpAccounting) {
   EXPECT_EQ(SharesFor(275, 1.2, 8).rounds, 18);  // 2.5 x 7, within the 18 pairs 3 parents allow
   EXPECT_EQ(SharesFor(275, 1.2, 8, 1).rounds, 7);  // one parent each: a tree at most
   // Many columns: P grows as C^2, the chosen pairs as C. ames at epsilon 1
-  // (74 columns, r = 11.8): 183 pairs of 3.8 stddevs a coarse cell, pairs on;
+  // (74 columns, r = 11.8): 183 pairs of 7.6 stddevs a coarse cell, pairs on;
   // mpg at epsilon 1 (11 columns, r = 8.8): 25 pairs of 2.2, off.
   EXPECT_TRUE(SharesFor(2344, 3.813, 74).pairs());
   EXPECT_EQ(SharesFor(2344, 3.813, 74).one_way, 0.45);

@@ -432,9 +432,9 @@ MeasureShares SharesFor(int64_t n, double sigma_m, int columns, int per_child) {
   const int rounds = std::clamp(int(std::lround(2.5 * (columns - 1))), 1, std::max(1, most));
   // No pairs when even the coarsest chosen table, 2 x 2 groups of n / 4
   // records a cell, would hold under 3 noise stddevs a cell at the low-signal
-  // split (ames at epsilon 1, 74 columns: r = 11.8 but 3.8 stddevs, 66.5 / 64.1
-  // -> 71.3 / 73.2 with pairs; mpg at epsilon 1, 2.2 stddevs: 48.3 / 47.6
-  // without, 41.7 / 42.8 with).
+  // split (ames at epsilon 1, 74 columns: r = 11.8 but 7.6 stddevs, seeds 1-3
+  // 65.3 -> 68.3 with pairs; penguins at epsilon 1, 3.6, keeps them; mpg at
+  // epsilon 1, 2.2: 48.3 / 47.6 without, 41.7 / 42.8 with).
   const MeasureShares low{0.45, 0.1, rounds};
   const double coarse_snr = 0.25 * double(n) / (low.TargetNoise(sigma_m) * std::sqrt(double(rounds)));
   if (coarse_snr < 3) return MeasureShares{1, 0};
