@@ -415,6 +415,52 @@ TEST(PairTables, ChooseParentsFindsTheDependentColumn) {
   EXPECT_EQ(ChooseParents(one, all, 1000.0), (P{{}, {}, {}}));
 }
 
+// x and y dependent (a: u 30, v 10; b: u 10, v 50), n independent of both
+// (0 and 1 alike in every (x, y) cell): the exponential mechanism's scores,
+// AllPairs order (x, n), (x, y), (n, y).
+TEST(PairTables, PairScoresAreTheL1DistanceToIndependence) {
+  auto tok = TwoColumns();
+  std::vector<std::vector<std::string>> recs;
+  auto add = [&](const char* x, const char* y, int count) {
+    for (int i = 0; i < count; ++i) recs.push_back({x, std::to_string(i % 2), y});
+  };
+  add("a", "u", 30), add("a", "v", 10), add("b", "u", 10), add("b", "v", 50);
+  std::vector<ColumnMarginal> one = MarginalCells(*tok);
+  CountMarginals(*tok, recs, &one);
+  std::vector<ColumnMarginal> all = AllPairs(MarginalCells(*tok), 10);
+  CountMarginals(*tok, recs, &all);
+  ASSERT_EQ(all.size(), 3u);
+  ASSERT_EQ(all[1].rows, 2);
+  ASSERT_EQ(all[1].cols, 3);  // u, v, w (no records)
+  // Exact 1-way histograms, no noise: x-y's counts against 100 (.4, .6)' (.4, .6, 0).
+  std::vector<double> s = IndependenceScores(one, all, 100, 0, 0, 0);
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_NEAR(s[0], 0, 1e-9);
+  EXPECT_NEAR(s[1], 14 + 14 + 14 + 14, 1e-9);
+  EXPECT_NEAR(s[2], 0, 1e-9);
+  // x's released histogram reads 50 / 50: the independent x-n now scores
+  // |20 - 25| on each of its four nonzero cells.
+  std::vector<ColumnMarginal> skewed = one;
+  skewed[0].p = {50, 50};
+  s = IndependenceScores(skewed, all, 100, 0, 0, 0);
+  EXPECT_NEAR(s[0], 20, 1e-9);
+  EXPECT_NEAR(s[1], 10 + 20 + 10 + 20, 1e-9);
+  // The 1-way noise (stddev 2 a cell, one cell per group of x and y; w's
+  // empty group counts as one): sqrt(2 / pi) sum over cells of
+  // hypot(sd pb, pa sd); and the pair's own noise at weight 1/2 (stddev 3):
+  // sqrt(2 / pi) 3 / 2 a cell, 6 cells.
+  const double k = std::sqrt(2 / 3.14159265358979323846);
+  const double one_way = k * 2 * (std::hypot(.4, .4) + 2 * std::hypot(.4, .6) + std::hypot(.6, .6) + .4 + .6);
+  s = IndependenceScores(one, all, 100, 2, 3, 0.5);
+  EXPECT_NEAR(s[1], 56 - one_way - k * 1.5 * 6, 1e-9);
+  // One record moves the scores by at most 1 (what is subtracted reads the release only).
+  std::vector<ColumnMarginal> more = AllPairs(MarginalCells(*tok), 10);
+  recs.push_back({"a", "7", "w"});
+  CountMarginals(*tok, recs, &more);
+  const std::vector<double> s2 = IndependenceScores(one, more, 100, 2, 3, 0.5);
+  for (size_t i = 0; i < s.size(); ++i) EXPECT_LE(std::fabs(s2[i] - s[i]), 1 + 1e-9) << i;
+}
+
 TEST(PairTables, RoundTripAndCorruption) {
   auto tok = TwoColumns();
   PairTables pairs;

@@ -442,6 +442,53 @@ MeasureShares SharesFor(int64_t n, double sigma_m, int columns, int per_child) {
   return MeasureShares{0.2, 0.2, rounds};
 }
 
+std::vector<double> IndependenceScores(const std::vector<ColumnMarginal>& one,
+                                       const std::vector<ColumnMarginal>& all, double n,
+                                       double one_stddev, double target_stddev,
+                                       double noise_weight) {
+  // A column's groups (by a pair's map) as shares of its released mass, and
+  // the stddev of each group's noisy count: one_stddev sqrt(cells), over the
+  // cells the release left nonzero (at least one).
+  auto grouped = [one_stddev](const ColumnMarginal& m, const std::vector<int32_t>& map,
+                              int groups, std::vector<double>* sd) {
+    std::vector<double> g(size_t(groups), 0.0), cells(size_t(groups), 0.0);
+    double total = 0;
+    for (size_t i = 0; i < m.p.size(); ++i) {
+      g[size_t(map[i])] += std::max(0.0, m.p[i]);
+      cells[size_t(map[i])] += m.p[i] > 0 ? 1 : 0;
+      total += std::max(0.0, m.p[i]);
+    }
+    for (double& v : g) v = total > 0 ? v / total : 1.0 / double(groups);
+    sd->resize(size_t(groups));
+    for (size_t i = 0; i < g.size(); ++i) (*sd)[i] = one_stddev * std::sqrt(std::max(1.0, cells[i]));
+    return g;
+  };
+  const double mean_abs = std::sqrt(2.0 / std::numbers::pi);  // E|z| of z ~ N(0, 1)
+  std::vector<double> score;
+  size_t k = 0;
+  for (size_t b = 1; b < one.size(); ++b)
+    for (size_t a = 0; a < b && k < all.size(); ++a, ++k) {
+      const ColumnMarginal& m = all[k];
+      const PairTable t = m.Shape();  // its groups, explicit or contiguous
+      std::vector<int32_t> row(one[a].p.size()), col(one[b].p.size());
+      for (size_t i = 0; i < row.size(); ++i) row[i] = t.Row(t.plo + int32_t(i));
+      for (size_t i = 0; i < col.size(); ++i) col[i] = t.Col(t.lo + int32_t(i));
+      std::vector<double> sa, sb;
+      const std::vector<double> pa = grouped(one[a], row, m.rows, &sa);
+      const std::vector<double> pb = grouped(one[b], col, m.cols, &sb);
+      double l1 = 0, expected = 0;
+      for (int r = 0; r < m.rows; ++r)
+        for (int c = 0; c < m.cols; ++c) {
+          const size_t i = size_t(r * m.cols + c);
+          l1 += std::fabs(m.p[i] - n * pa[size_t(r)] * pb[size_t(c)]);
+          // n pa pb's error by the 1-way noise, first order: n (da pb + pa db), da = sd_a / n.
+          expected += mean_abs * std::hypot(sa[size_t(r)] * pb[size_t(c)], pa[size_t(r)] * sb[size_t(c)]);
+        }
+      score.push_back(l1 - expected - noise_weight * mean_abs * target_stddev * double(m.p.size()));
+    }
+  return score;
+}
+
 namespace {
 
 // The number of groups per column: about min_cell_snr noise stddevs of
@@ -455,41 +502,6 @@ int ChooseGroups(const std::vector<ColumnMarginal>& one, const MeasureOptions& o
   const double stddev = shares.TargetNoise(o.sigma_m) * std::sqrt(std::max(1.0, k_max));
   const double g = std::sqrt(std::max(0.0, noisy_n) / (o.min_cell_snr * stddev));
   return std::clamp(int(std::lround(g)), 2, std::max(2, o.max_groups));
-}
-
-// The exponential mechanism's score of every pair of `all` (AllPairs order
-// over `one`, exact counts): the L1 distance of its counts to what the noisy
-// 1-way histograms predict for independent columns, n p_a(row) p_b(col), less
-// the L1 the pair's own measurement noise (`stddev` per cell) is expected to
-// add, sqrt(2 / pi) stddev cells (MST's score). One record moves one cell of
-// each table by 1: sensitivity 1 (n and the histograms are released values).
-std::vector<double> IndependenceScores(const std::vector<ColumnMarginal>& one,
-                                       const std::vector<ColumnMarginal>& all, double n,
-                                       double stddev) {
-  auto grouped = [](const ColumnMarginal& m, const std::vector<int32_t>& map, int groups) {
-    std::vector<double> g(size_t(groups), 0.0);
-    double total = 0;
-    for (size_t i = 0; i < m.p.size(); ++i) {
-      g[size_t(map[i])] += std::max(0.0, m.p[i]);
-      total += std::max(0.0, m.p[i]);
-    }
-    for (double& v : g) v = total > 0 ? v / total : 1.0 / double(groups);
-    return g;
-  };
-  std::vector<double> score;
-  size_t k = 0;
-  for (size_t b = 1; b < one.size(); ++b)
-    for (size_t a = 0; a < b && k < all.size(); ++a, ++k) {
-      const ColumnMarginal& m = all[k];
-      const std::vector<double> pa = grouped(one[a], m.row_of, m.rows);
-      const std::vector<double> pb = grouped(one[b], m.col_of, m.cols);
-      double l1 = 0;
-      for (int r = 0; r < m.rows; ++r)
-        for (int c = 0; c < m.cols; ++c)
-          l1 += std::fabs(m.p[size_t(r * m.cols + c)] - n * pa[size_t(r)] * pb[size_t(c)]);
-      score.push_back(l1 - std::sqrt(2.0 / std::numbers::pi) * stddev * double(m.p.size()));
-    }
-  return score;
 }
 
 }  // namespace
@@ -546,8 +558,14 @@ Status MeasureTargets(const FieldTokenizer& tok, const std::vector<std::vector<s
   std::vector<ColumnMarginal> all_raw;  // before the projection
   std::vector<std::vector<int>> parents;
   if (sh.exponential()) {  // dp only (SharesFor)
+    // MST's noise term weighted by the share of the pairs the rounds measure,
+    // R / P (docs/privacy.md "Pair scores"): whole where they leave out few
+    // of the pairs (which to drop is then the tables' noise), little where
+    // they pick few of many (ames: 183 of 2,701, where it sent the rounds to
+    // near-constant 2 x G tables).
     const double target_stddev = sh.TargetNoise(o.sigma_m) * std::sqrt(double(sh.rounds));
-    parents = SelectPairs(IndependenceScores(one, all, rep->noisy_n, target_stddev),
+    const double weight = std::min(1.0, double(sh.rounds) / double(all.size()));
+    parents = SelectPairs(IndependenceScores(one, all, rep->noisy_n, one_stddev, target_stddev, weight),
                           int(one.size()), sh.rounds, o.pairs, sh.RoundEpsilon(o.sigma_m), noise);
   } else {
     if (dp) {

@@ -173,6 +173,21 @@ struct MeasureShares {
 // columns, has pairs).
 MeasureShares SharesFor(int64_t n, double sigma_m, int columns, int per_child = 3);
 
+// The exponential mechanism's score of every pair of `all` (AllPairs cells
+// over `one`, exact grouped counts): the L1 distance of its counts to what
+// the released 1-way histograms `one` (noisy, projected) predict for
+// independent columns, n p_a(row) p_b(col), less what noise alone is
+// expected to add to that distance: the 1-way noise's (one_stddev a 1-way
+// cell: sqrt(2 / pi) |n d(p_a p_b)| a cell, first order, a group's noisy mass
+// one_stddev sqrt(its nonzero cells)), and `noise_weight` x the pair's own
+// measurement noise's, sqrt(2 / pi) target_stddev a cell (MST's term at 1:
+// it favours few cells). What is subtracted reads only released values and
+// public stddevs, so one record still moves a score by at most 1.
+std::vector<double> IndependenceScores(const std::vector<ColumnMarginal>& one,
+                                       const std::vector<ColumnMarginal>& all, double n,
+                                       double one_stddev, double target_stddev,
+                                       double noise_weight);
+
 struct MeasureOptions {
   int pairs = 0;            // parents per column (0: 1-way targets only)
   int max_groups = 10;      // id groups per column of a 2-way table, at most
