@@ -146,7 +146,8 @@ void Normalize(std::vector<ColumnMarginal>* cells);
 // With `rounds` > 0 the selection is instead that many exponential-mechanism
 // picks (privacy/exponential_mechanism.h) spending the `selection` share
 // between them, each scored by how far a pair's exact grouped counts lie from
-// the product of the noisy 1-way histograms (L1, sensitivity 1); only the
+// the product of the noisy 1-way histograms (L1, sensitivity 1), less what
+// noise is expected to add to it (IndependenceScores); only the
 // chosen pairs are then measured, once, with the rest of the release.
 struct MeasureShares {
   double one_way = 1, selection = 0;  // 1, 0: 1-way histograms only, at sigma_m
