@@ -30,6 +30,8 @@ DS_FLAGS=${DS_FLAGS-}
 RUN_DS=${RUN_DS:-1}
 SEEDS=${SEEDS:-1}
 PEER_SEEDS=${PEER_SEEDS:-0}
+DS_SEEDS=$SEEDS
+[ "$RUN_DS" = 1 ] || DS_SEEDS=""
 mkdir -p "$WORK"
 score() {  # dir: evaluate the synth of one run
   "$DS" evaluate --real "$1/../train.csv" --synthetic "$1/synth.csv" --holdout "$1/../hold.csv" \
@@ -44,9 +46,8 @@ for t in $TABLES; do
   n=$(($(wc -l < "$T/train.csv") - 1))
   delta=$(python3 -c "print(1 / $n)")
   for e in $EPS; do
-    for seed in $SEEDS; do
+    for seed in $DS_SEEDS; do
       R=$T/datasynth_e${e}_s$seed
-      [ "$RUN_DS" = 1 ] || break
       mkdir -p "$R"
       # shellcheck disable=SC2086
       /usr/bin/time -f "%e %U %S" -o "$R/time.txt" taskset -c "$CORE" "$DS" train --input "$T/train.csv" \

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <numbers>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -449,7 +450,7 @@ TEST(PairTables, PairScoresAreTheL1DistanceToIndependence) {
   // empty group counts as one): sqrt(2 / pi) sum over cells of
   // hypot(sd pb, pa sd); and the pair's own noise at weight 1/2 (stddev 3):
   // sqrt(2 / pi) 3 / 2 a cell, 6 cells.
-  const double k = std::sqrt(2 / 3.14159265358979323846);
+  const double k = std::sqrt(2 / std::numbers::pi);
   const double one_way = k * 2 * (std::hypot(.4, .4) + 2 * std::hypot(.4, .6) + std::hypot(.6, .6) + .4 + .6);
   s = IndependenceScores(one, all, 100, 2, 3, 0.5);
   EXPECT_NEAR(s[1], 56 - one_way - k * 1.5 * 6, 1e-9);

@@ -446,16 +446,17 @@ std::vector<double> IndependenceScores(const std::vector<ColumnMarginal>& one,
                                        const std::vector<ColumnMarginal>& all, double n,
                                        double one_stddev, double target_stddev,
                                        double noise_weight) {
-  // A column's groups (by a pair's map) as shares of its released mass, and
-  // the stddev of each group's noisy count: one_stddev sqrt(cells), over the
-  // cells the release left nonzero (at least one).
-  auto grouped = [one_stddev](const ColumnMarginal& m, const std::vector<int32_t>& map,
-                              int groups, std::vector<double>* sd) {
+  // A column's groups (group_of(id index): a pair's row or column) as shares
+  // of its released mass, and the stddev of each group's noisy count:
+  // one_stddev sqrt(cells), over the cells the release left nonzero (at least one).
+  auto grouped = [one_stddev](const ColumnMarginal& m, auto group_of, int groups,
+                              std::vector<double>* sd) {
     std::vector<double> g(size_t(groups), 0.0), cells(size_t(groups), 0.0);
     double total = 0;
     for (size_t i = 0; i < m.p.size(); ++i) {
-      g[size_t(map[i])] += std::max(0.0, m.p[i]);
-      cells[size_t(map[i])] += m.p[i] > 0 ? 1 : 0;
+      const size_t at = size_t(group_of(int32_t(i)));
+      g[at] += std::max(0.0, m.p[i]);
+      cells[at] += m.p[i] > 0 ? 1 : 0;
       total += std::max(0.0, m.p[i]);
     }
     for (double& v : g) v = total > 0 ? v / total : 1.0 / double(groups);
@@ -470,12 +471,9 @@ std::vector<double> IndependenceScores(const std::vector<ColumnMarginal>& one,
     for (size_t a = 0; a < b && k < all.size(); ++a, ++k) {
       const ColumnMarginal& m = all[k];
       const PairTable t = m.Shape();  // its groups, explicit or contiguous
-      std::vector<int32_t> row(one[a].p.size()), col(one[b].p.size());
-      for (size_t i = 0; i < row.size(); ++i) row[i] = t.Row(t.plo + int32_t(i));
-      for (size_t i = 0; i < col.size(); ++i) col[i] = t.Col(t.lo + int32_t(i));
       std::vector<double> sa, sb;
-      const std::vector<double> pa = grouped(one[a], row, m.rows, &sa);
-      const std::vector<double> pb = grouped(one[b], col, m.cols, &sb);
+      const std::vector<double> pa = grouped(one[a], [&](int32_t i) { return t.Row(t.plo + i); }, m.rows, &sa);
+      const std::vector<double> pb = grouped(one[b], [&](int32_t i) { return t.Col(t.lo + i); }, m.cols, &sb);
       double l1 = 0, expected = 0;
       for (int r = 0; r < m.rows; ++r)
         for (int c = 0; c < m.cols; ++c) {
